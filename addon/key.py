@@ -1,0 +1,169 @@
+"""The request's identity: what makes two requests "the same" for replay.
+
+The recipe is documented in README.md ("The key") so that another tool can
+compute the same key; change it only together with that section and the
+cassette format version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from email.parser import BytesParser
+from email.policy import HTTP
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "sig"})
+"""Query parameters that carry credentials (Gemini's `?key=`, Azure SAS `sig`): never keyed, never stored."""
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What the key is computed from, independent of mitmproxy's flow objects."""
+
+    method: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+    query: Sequence[tuple[str, str]]
+    headers: Mapping[str, str]
+    body: bytes
+    content_type: str = ""
+
+
+def origin(scheme: str, host: str, port: int) -> str:
+    """`scheme://host[:port]` with the default port left out, so forward and reverse mode agree."""
+    host = host.lower()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    if DEFAULT_PORTS.get(scheme) == port:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
+
+
+def public_query(query: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The query parameters without credentials, sorted so their order never matters."""
+    return sorted((k, v) for k, v in query if k.lower() not in SECRET_QUERY_PARAMS)
+
+
+def public_url(facts: RequestFacts) -> str:
+    """The request URL as stored and shown: origin, path, and the query without secrets."""
+    url = origin(facts.scheme, facts.host, facts.port) + facts.path
+    query = public_query(facts.query)
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+def parse_ignore_paths(spec: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """Turn `metadata.trace_id`, `messages.*.id` into tuples of path parts."""
+    paths = []
+    for raw in spec:
+        parts = tuple(raw.strip().split("."))
+        if not raw.strip() or any(not p for p in parts):
+            raise ValueError(f"invalid ignore path {raw!r}: use dotted field names, `*` for every list item")
+        paths.append(parts)
+    return tuple(paths)
+
+
+def without_paths(value: Any, paths: Iterable[Sequence[str]]) -> Any:
+    """A copy of a parsed JSON value with the given dotted paths removed."""
+    for path in paths:
+        value = _without(value, path)
+    return value
+
+
+def _without(value: Any, path: Sequence[str]) -> Any:
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        names = list(value) if head == "*" else [head] if head in value else []
+        out = dict(value)
+        for name in names:
+            if rest:
+                out[name] = _without(value[name], rest)
+            else:
+                del out[name]
+        return out
+    if isinstance(value, list) and head == "*":
+        return [_without(item, rest) for item in value] if rest else []
+    return value
+
+
+def parse_json_body(body: bytes) -> tuple[bool, Any]:
+    """(True, value) when the body is JSON text, else (False, None); never raises."""
+    if not body:
+        return False, None
+    try:
+        return True, json.loads(body)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def canonical_body(body: bytes, content_type: str, ignore: Sequence[Sequence[str]] = ()) -> Any:
+    """The body as the key sees it: parsed JSON, multipart parts, or a digest of the bytes.
+
+    JSON is recognised by parsing, not by content type, because SDKs and users
+    are careless with the header and the key must not depend on it.
+    """
+    if not body:
+        return None
+    is_json, value = parse_json_body(body)
+    if is_json:
+        return {"json": without_paths(value, ignore)}
+    if content_type.lower().startswith("multipart/"):
+        parts = multipart_parts(body, content_type)
+        if parts is not None:
+            return {"multipart": parts}
+    return {"sha256": hashlib.sha256(body).hexdigest()}
+
+
+def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | None:
+    """The parts of a multipart body without the random boundary, or None if it does not parse."""
+    message = BytesParser(policy=HTTP).parsebytes(
+        b"content-type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body
+    )
+    if not message.is_multipart():
+        return None
+    parts = []
+    for part in message.iter_parts():
+        payload = part.get_payload(decode=True) or b""
+        parts.append(
+            {
+                "name": part.get_param("name", header="content-disposition") or "",
+                "filename": part.get_filename() or "",
+                "content_type": part.get_content_type(),
+                "sha256": hashlib.sha256(payload).hexdigest(),
+            }
+        )
+    return parts
+
+
+def identity(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Sequence[Sequence[str]] = ()) -> dict:
+    """The JSON object whose hash is the key (documented in README.md)."""
+    lowered = {name.lower(): value for name, value in facts.headers.items()}
+    return {
+        "method": facts.method.upper(),
+        "url": public_url(facts),
+        "headers": {name: lowered[name].strip() for name in sorted(h.lower() for h in key_headers) if name in lowered},
+        "body": canonical_body(facts.body, facts.content_type, ignore),
+    }
+
+
+def key_of(ident: dict) -> str:
+    """The first 32 hex characters of the SHA-256 of the identity's canonical JSON."""
+    canonical = json.dumps(ident, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def request_key(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Sequence[Sequence[str]] = ()) -> str:
+    return key_of(identity(facts, key_headers, ignore))
+
+
+def parse_query(query_string: str) -> list[tuple[str, str]]:
+    return parse_qsl(query_string, keep_blank_values=True)

@@ -1,0 +1,102 @@
+"""What a miss tells the developer: which request had no cassette, and what changed since the closest recordings.
+
+A bare "no match" invites a blind re-record; a field-level diff against the
+nearest recorded requests shows the prompt edit that caused the miss.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .store import CassetteError, load
+
+MAX_CANDIDATES = 200
+"""Cassettes of the same endpoint compared on a miss (newest first); bounds the miss path on large folders."""
+
+MAX_CLOSEST = 3
+MAX_DIFFERENCES = 8
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def differences(recorded: Any, current: Any, path: str = "") -> list[str]:
+    """Readable field-level differences between two parsed bodies, recorded → current."""
+    where = path or "body"
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        out = []
+        for name in sorted(recorded.keys() | current.keys()):
+            sub = f"{path}.{name}" if path else name
+            if name not in current:
+                out.append(f"{sub}: removed (was {_show(recorded[name])})")
+            elif name not in recorded:
+                out.append(f"{sub}: added {_show(current[name])}")
+            else:
+                out.extend(differences(recorded[name], current[name], sub))
+        return out
+    if isinstance(recorded, list) and isinstance(current, list):
+        out = []
+        for i in range(max(len(recorded), len(current))):
+            sub = f"{path}[{i}]"
+            if i >= len(current):
+                out.append(f"{sub}: removed (was {_show(recorded[i])})")
+            elif i >= len(recorded):
+                out.append(f"{sub}: added {_show(current[i])}")
+            else:
+                out.extend(differences(recorded[i], current[i], sub))
+        return out
+    if recorded != current or type(recorded) is not type(current):
+        return [f"{where}: {_show(recorded)} → {_show(current)}"]
+    return []
+
+
+def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict]:
+    """The recorded requests of the same endpoint nearest to this one, with what differs."""
+    try:
+        files = sorted(endpoint_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+    ranked = []
+    for path in files[:MAX_CANDIDATES]:
+        try:
+            request = load(path)["request"]
+        except (OSError, CassetteError):
+            continue
+        diff = differences(request.get("body"), body)
+        if request.get("method") != method:
+            diff.insert(0, f"method: {request.get('method')} → {method}")
+        ranked.append((len(diff), path, diff))
+    ranked.sort(key=lambda item: item[0])
+    return [
+        {
+            "cassette": path.relative_to(root).as_posix(),
+            "differences": diff[:MAX_DIFFERENCES]
+            + ([f"… and {len(diff) - MAX_DIFFERENCES} more"] if len(diff) > MAX_DIFFERENCES else []),
+        }
+        for _, path, diff in ranked[:MAX_CLOSEST]
+    ]
+
+
+def error_body(error_type: str, message: str, **details: Any) -> dict:
+    """An error in a shape every SDK surfaces: OpenAI reads `error.message`, Anthropic `type` + `error.type`."""
+    return {"type": "error", "error": {"type": error_type, "code": error_type, "message": message, **details}}
+
+
+def miss_body(key: str, method: str, url: str, cassette: str, mode: str, nearest: list[dict]) -> dict:
+    if nearest:
+        first = nearest[0]
+        changed = "; ".join(first["differences"][:3]) or "identical body (headers or query differ)"
+        hint = f"closest recording {first['cassette']} differs in: {changed}"
+    else:
+        hint = "no recording exists for this endpoint yet"
+    message = (
+        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode; {hint}. "
+        "Run with cassette_mode=record to record it."
+    )
+    return error_body(
+        "cassette_miss", message, key=key, method=method, url=url, cassette=cassette, mode=mode, closest=nearest
+    )

@@ -1,0 +1,188 @@
+"""The cassette file: where it lives, what it holds, and how it is written safely.
+
+One pretty-printed JSON file per interaction, at
+`<cassette_dir>/<host>[_<port>]/<path segments>/<key>.json`, so that a pull
+request shows which endpoint changed and a lookup is a single `open()`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .key import DEFAULT_PORTS, parse_json_body
+
+FORMAT_VERSION = 1
+
+DROPPED_HEADERS = frozenset(
+    {
+        # credentials and account identifiers
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "openai-organization",
+        "openai-project",
+        "anthropic-organization-id",
+        # hop-by-hop, or recomputed on replay because the body is stored decoded
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "content-length",
+        "content-encoding",
+        # volatile: differs on every recording and only adds noise to reviews
+        "date",
+        "age",
+        "alt-svc",
+    }
+)
+"""Response headers never written to a cassette."""
+
+_SAFE_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
+_KEY = re.compile(r"^[0-9a-f]{32}$")
+
+
+class CassetteError(Exception):
+    """A cassette file exists but cannot be used; the message names the file and the problem."""
+
+    def __init__(self, path: Path, problem: str):
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _segment(text: str) -> str:
+    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder."""
+    safe = _SAFE_SEGMENT.sub("_", text).strip(".")
+    return safe or "_"
+
+
+def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
+    """Where the cassette of a request lives, relative to the cassette folder."""
+    if not _KEY.match(key):
+        raise ValueError(f"not a cassette key: {key!r}")
+    host_dir = _segment(host.lower())
+    if DEFAULT_PORTS.get(scheme) != port:
+        host_dir += f"_{port}"
+    segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]
+    return PurePosixPath(host_dir, *segments, f"{key}.json")
+
+
+def body_fields(body: bytes, content_type: str) -> dict:
+    """{"body_format", "body"} for storage: parsed JSON when the type says JSON, else text, else base64.
+
+    JSON is stored parsed so that a review diff shows fields, not one long line;
+    other types are stored exactly, since their bytes may matter to the client.
+    """
+    if "json" in content_type.lower() and "ndjson" not in content_type.lower():
+        is_json, value = parse_json_body(body)
+        if is_json:
+            return {"body_format": "json", "body": value}
+    try:
+        return {"body_format": "text", "body": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_format": "base64", "body": base64.b64encode(body).decode("ascii")}
+
+
+def decode_body(body_format: str, body: Any) -> bytes:
+    """The bytes a stored body stands for."""
+    if body_format == "json":
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    if body_format == "text":
+        return body.encode("utf-8")
+    if body_format == "base64":
+        return base64.b64decode(body)
+    raise ValueError(f"unknown body_format {body_format!r}")
+
+
+def stored_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Response headers worth keeping, lower-cased; repeated ones joined with ", " as HTTP allows."""
+    kept: dict[str, str] = {}
+    for name, value in headers:
+        name = name.lower()
+        if name not in DROPPED_HEADERS:
+            kept[name] = f"{kept[name]}, {value}" if name in kept else value
+    return kept
+
+
+def new_cassette(key: str, request: dict, response: dict, recorded_with: dict) -> dict:
+    return {
+        "cassette_format": FORMAT_VERSION,
+        "key": key,
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "recorded_with": recorded_with,
+        "request": request,
+        "response": response,
+    }
+
+
+def dumps(cassette: dict) -> bytes:
+    return (json.dumps(cassette, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temp file in the same folder and rename: readers see the old file or the new, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+BODY_FORMATS = frozenset({"json", "text", "base64"})
+
+_REQUIRED = {
+    "key": str,
+    "request": dict,
+    "response": dict,
+}
+
+
+def load(path: Path) -> dict:
+    """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CassetteError(path, f"not UTF-8 text (byte {e.start})") from None
+    try:
+        cassette = json.loads(text)
+    except ValueError as e:
+        raise CassetteError(path, f"invalid JSON: {e}") from None
+    if not isinstance(cassette, dict):
+        raise CassetteError(path, "not a JSON object")
+    version = cassette.get("cassette_format")
+    if version != FORMAT_VERSION:
+        raise CassetteError(path, f"cassette_format is {version!r}, this version reads {FORMAT_VERSION}")
+    for field, kind in _REQUIRED.items():
+        if not isinstance(cassette.get(field), kind):
+            raise CassetteError(path, f"missing or invalid field {field!r}")
+    response = cassette["response"]
+    if not isinstance(response.get("status"), int):
+        raise CassetteError(path, "missing or invalid field 'response.status'")
+    headers = response.get("headers", {})
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise CassetteError(path, "response.headers must be an object of strings")
+    if response.get("body_format", "text") not in BODY_FORMATS:
+        raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
+    return cassette

@@ -1,0 +1,61 @@
+"""Fixtures for the integration tests: a fake upstream (HTTP and HTTPS) and mitmdump with the addon."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from harness import FakeUpstream, Proxy, make_certificate
+
+
+@pytest.fixture(scope="session")
+def upstream_certificate(tmp_path_factory) -> tuple[Path, Path]:
+    """A self-signed certificate for the fake upstream; mitmproxy trusts it through ssl_verify_upstream_trusted_ca."""
+    return make_certificate(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(params=["https", "http"])
+def upstream(request, tmp_path, upstream_certificate) -> Iterator[FakeUpstream]:
+    """The fake API, over HTTPS with a self-signed certificate and over plain HTTP."""
+    fake = FakeUpstream(tmp_path / "upstream", upstream_certificate if request.param == "https" else None).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def https_upstream(tmp_path, upstream_certificate) -> Iterator[FakeUpstream]:
+    fake = FakeUpstream(tmp_path / "upstream", upstream_certificate).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def cassette_dir(tmp_path) -> Path:
+    return tmp_path / "cassettes"
+
+
+@pytest.fixture
+def start_proxy(tmp_path, cassette_dir) -> Iterator[Callable[..., Proxy]]:
+    """Start mitmdump with the addon; every proxy started is stopped (by PID) at the end of the test."""
+    started: list[Proxy] = []
+
+    def start(upstream: FakeUpstream | None = None, *, env: dict | None = None, **options) -> Proxy:
+        proxy = Proxy(tmp_path / f"proxy{len(started)}", cassette_dir, upstream, **options)
+        started.append(proxy)
+        return proxy.start(env)
+
+    yield start
+    for proxy in started:
+        proxy.stop()
+
+
+@pytest.fixture
+def client_env(monkeypatch) -> Callable[[Proxy], None]:
+    """Point this process's HTTP clients at a proxy the way a user's shell would: environment variables."""
+
+    def use(proxy: Proxy) -> None:
+        for name, value in proxy.client_env().items():
+            monkeypatch.setenv(name, value)
+
+    return use
