@@ -162,12 +162,13 @@ class Cassette:
     def running(self) -> None:
         if not ctx.options.cassette_ready_file:
             return
-        listen, seen = [], set()
+        listen = []
         for server in ctx.master.addons.get("proxyserver").servers:
+            mode = f"{server.mode.type_name}:{server.mode.data}" if server.mode.data else server.mode.type_name
             for host, port, *_ in server.listen_addrs:
-                if (server.mode.full_spec, host, port) not in seen:
-                    seen.add((server.mode.full_spec, host, port))
-                    listen.append({"mode": server.mode.full_spec, "host": host, "port": port})
+                entry = {"mode": mode, "host": host, "port": port}
+                if entry not in listen:  # reverse https listens on TCP and UDP alike
+                    listen.append(entry)
         ready = {"pid": os.getpid(), "mode": ctx.options.cassette_mode, "listen": listen}
         store.write_atomic(Path(ctx.options.cassette_ready_file), json.dumps(ready).encode())
 

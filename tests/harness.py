@@ -160,7 +160,7 @@ class Proxy:
             self.command(), stdout=self.log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
         self.ready = wait_for_file(ready, self.process, self.log)
-        self.listen = {entry["mode"].split("@")[0]: entry["port"] for entry in self.ready["listen"]}
+        self.listen = {entry["mode"]: entry["port"] for entry in self.ready["listen"]}
         return self
 
     def port(self, mode: str = "regular") -> int:
