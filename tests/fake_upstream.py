@@ -9,7 +9,8 @@ carries `x-fake-count`, the number of API requests served so far; the control
 endpoint `GET /__fake__/stats` reports them without counting itself.
 
 Request headers steer it: `x-fake-status: 429` answers that status (with
-`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering.
+`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering, `x-fake-numbered: 1`
+prefixes the echo with the request count (different answers to identical requests).
 """
 
 import argparse
@@ -122,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         text = f"echo: {last_user_text(body)}" if isinstance(body, dict) else "echo: ?"
+        if self.headers.get("x-fake-numbered"):
+            text = f"#{count} {text}"
         path = self.path.split("?", 1)[0]
         if path.endswith("/chat/completions"):
             self.send_json(200, openai_chat(body, text), count)
