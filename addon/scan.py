@@ -30,9 +30,6 @@ MAX_TOKEN = 128
 DATA_KEYS = frozenset({"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "encrypted_content"})
 """JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures."""
 
-ID_PREFIX = re.compile(r"(?:chatcmpl|cmpl|msg|toolu|srvtoolu|call|fc|resp|rs|req|run|file|batch|asst|thread|evt)[-_]")
-"""Provider object ids (`chatcmpl-…`, `msg_01…`): random by design, public by design."""
-
 METADATA = frozenset({"cassette_format", "key", "recorded_at", "recorded_with"})
 
 MIN_ENTROPY_RATIO = 0.8
@@ -139,7 +136,7 @@ def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iter
         for m in TOKEN.finditer(text):
             token = m.group(0)
             overlaps = any(start < m.end() and m.start() < end for start, end in spans)
-            if len(token) <= MAX_TOKEN and not overlaps and not ID_PREFIX.match(token) and looks_random(token):
+            if len(token) <= MAX_TOKEN and not overlaps and looks_random(token):
                 yield render_path(path), "high-entropy", mask(token)
 
 
