@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,11 @@ def compare(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]
 
 
 def review(rev: str, folder: Path) -> list[Entry]:
+    git("rev-parse", "--show-toplevel")  # outside a repository, `git diff` would compare plain files instead
+    try:
+        git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    except GitError:
+        raise GitError(f"{rev!r} is not a commit of this repository") from None
     entries = []
     for status, path in changed_files(rev, folder):
         if status == "D":
@@ -148,6 +154,12 @@ def render_text(rev: str, entries: list[Entry]) -> str:
     return "\n".join(out)
 
 
+def fence(lines: list[str]) -> str:
+    """A code fence longer than any backtick run in the lines, so recorded content cannot break out of it."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def render_markdown(rev: str, entries: list[Entry]) -> str:
     out = [f"### Cassette review: {headline(rev, entries)}"]
     for kind in ("re-recorded", "new", "removed"):
@@ -155,11 +167,10 @@ def render_markdown(rev: str, entries: list[Entry]) -> str:
         if chosen:
             out += ["", f"#### {kind.capitalize()} ({len(chosen)})"]
         for entry in chosen:
-            first, *rest = details(entry)
+            lines = details(entry)
             marker = " ⚠️ behaviour changed" if entry.changes else ""
-            out += ["", f"- `{entry.path}`{marker}", f"  {first}"]
-            if rest:
-                out += ["", "  ```diff", *(f"  {line}" for line in rest), "  ```"]
+            out += ["", f"- `{entry.path}`{marker}", "", f"  {fence(lines)}diff", *(f"  {line}" for line in lines)]
+            out.append(f"  {fence(lines)}")
     return "\n".join(out)
 
 
