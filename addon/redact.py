@@ -29,6 +29,9 @@ class Rule:
     """Dotted paths (with `*` for any key or item) under which the rule applies; empty: everywhere."""
     check: Callable[[str], bool] | None = None
     """A second opinion on a match (the Luhn check for card numbers); a match it rejects is left alone."""
+    hints: tuple[str, ...] = ()
+    """Substrings every match contains (lower case if the pattern ignores case): a text without any of them is
+    skipped without running the pattern, which keeps redacting a large prompt cheap."""
 
     def applies_to(self, path: tuple[str | int, ...]) -> bool:
         return not self.targets or any(_starts_with(path, target) for target in self.targets)
@@ -36,6 +39,9 @@ class Rule:
     def matches(self, text: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of each match: only the `secret` group when the pattern has one (so `Bearer `
         stays), else the whole match; the replacement is a `re.sub` template (`\\1` refers to a group)."""
+        haystack = text.lower() if self.hints and self.pattern.flags & re.IGNORECASE else text
+        if self.hints and not any(hint in haystack for hint in self.hints):
+            return
         group = "secret" if "secret" in self.pattern.groupindex else 0
         for m in self.pattern.finditer(text):
             if self.check is None or self.check(m.group(group)):
@@ -79,33 +85,42 @@ def _has_digit(text: str) -> bool:
     return any(c.isdigit() for c in text)
 
 
-def _rule(name: str, pattern: str, check: Callable[[str], bool] | None = None, flags: int = 0) -> Rule:
-    return Rule(name, re.compile(pattern, flags), f"[REDACTED:{name}]", check=check)
+def _rule(
+    name: str, pattern: str, hints: tuple[str, ...] = (), check: Callable[[str], bool] | None = None, flags: int = 0
+) -> Rule:
+    return Rule(name, re.compile(pattern, flags), f"[REDACTED:{name}]", check=check, hints=hints)
 
 
 SECRET_RULES = (
     _rule(
         "private-key",
         r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----",
+        ("PRIVATE KEY",),
     ),
-    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", _has_digit),
-    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{20,}", _has_digit),
-    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    _rule("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", ("sk-ant-",), _has_digit),
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{20,}", ("sk-",), _has_digit),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", ("AIza",)),
+    _rule("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
     _rule(
         "aws-secret-access-key",
         r"aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ("secret",),
         flags=re.IGNORECASE,
     ),
-    _rule("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    _rule("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", flags=re.IGNORECASE),
+    _rule(
+        "github-token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)),
+    _rule("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", ("bearer",), flags=re.IGNORECASE),
 )
 """Credential shapes, always on: a key pasted into a prompt or echoed in a response never reaches disk."""
 
 PII_RULES = (
-    _rule("email", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
-    _rule("card", r"(?<![\d+-])\d(?:[ -]?\d){12,18}(?![\d-])", check=luhn_valid),
+    _rule("email", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", ("@",)),
+    # The digit comes before the look-behind so the engine can skip ahead to digits: twice as fast on prose.
+    _rule("card", r"\d(?<![\d+-]\d)(?:[ -]?\d){12,18}(?![\d-])", check=luhn_valid),
     _rule(
         "phone",
         r"(?<![\w+.-])(?:\+\d{8,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,5}){1,4})(?![\w.-])",

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from cassette_proxy.redact import luhn_valid, parse_rule, parse_rules, redact
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
+from hypothesis import given
+from hypothesis import strategies as st
 
 SECRETS = parse_rules([])
 WITH_PII = parse_rules(["pii"])
@@ -141,3 +145,36 @@ def test_builtin_secret_rules_come_first_and_are_not_repeated():
     names = [rule.name for rule in rules]
     assert names[: len(SECRETS)] == [rule.name for rule in SECRETS]
     assert names.count("email") == 1
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "sk-",
+                "ant-",
+                "AIza",
+                "AKIA",
+                "ghp_",
+                "eyJ",
+                ".",
+                "Bearer ",
+                "bEaReR ",
+                "@",
+                "x",
+                "Q7",
+                "_",
+                "-",
+                " ",
+                "aws_secret_access_key=",
+                "PRIVATE KEY",
+                "-----",
+            ]
+        ),
+        max_size=60,
+    )
+)
+def test_hints_never_hide_a_match(pieces):
+    text = "".join(pieces) + "abcdefghij0123456789ABCDEFGHIJ0123456789"
+    for rule in WITH_PII:
+        assert rule.apply(text) == replace(rule, hints=()).apply(text)
