@@ -22,6 +22,7 @@ from typing import Any
 
 from . import store
 from .redact import SIDES, Rule, parse_rules
+from .summary import stream_lines
 
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 MAX_TOKEN = 128
@@ -72,26 +73,19 @@ def render_path(path: tuple[str | int, ...]) -> str:
 
 
 def strings(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every string in a parsed cassette with its path; text bodies holding JSON lines (streams) are opened up."""
+    """Every string in a parsed cassette with its path; stream bodies (SSE, NDJSON) are opened up line by line."""
     if isinstance(value, dict):
         for name, item in value.items():
             yield from strings(item, (*path, name))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from strings(item, (*path, i))
-    elif isinstance(value, str) and "\n" in value and ("{" in value or "[" in value):
-        for number, line in enumerate(value.splitlines(), 1):
-            payload = line.removeprefix("data:").strip()
-            try:
-                parsed = json.loads(payload) if payload[:1] in ("{", "[") else None
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict | list):
-                yield from strings(parsed, (*path, Line(number)))
-            elif line:
-                yield (*path, Line(number)), line
     elif isinstance(value, str):
-        yield path, value
+        lines = stream_lines(value) if "\n" in value else None
+        if lines is None:
+            yield path, value
+        for number, payload in lines or []:
+            yield from strings(payload, (*path, Line(number)))
 
 
 def entropy_ratio(token: str) -> float:

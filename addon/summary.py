@@ -137,17 +137,22 @@ def _event(event: dict) -> tuple[str, list[str], list[str]]:
     return str(model), [str(f) for f in finishes if f], [t for t in texts if isinstance(t, str) and t]
 
 
+def stream_lines(text: str) -> list[tuple[int, Any]] | None:
+    """The JSON payloads of an SSE or NDJSON body by line number, or None if the text is not such a stream."""
+    payloads = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line or line.startswith((":", "event:", "id:", "retry:")) or line == "data: [DONE]":
+            continue
+        try:
+            payloads.append((number, json.loads(line.removeprefix("data:"))))
+        except ValueError:
+            return None
+    return payloads or None
+
+
 def stream_events(text: str) -> list[dict]:
-    """The JSON objects of an SSE (`data: {...}`) or NDJSON body; `[DONE]` and `event:` lines carry no facts."""
-    events = []
-    for line in text.splitlines():
-        payload = line.removeprefix("data:").strip()
-        if payload.startswith("{"):
-            try:
-                events.append(json.loads(payload))
-            except ValueError:
-                continue
-    return events
+    """The JSON objects of a stream body, in order."""
+    return [payload for _, payload in stream_lines(text) or [] if isinstance(payload, dict)]
 
 
 def summarize_response(response: dict) -> ResponseSummary:

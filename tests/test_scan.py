@@ -96,6 +96,15 @@ def test_secret_inside_a_stream_is_found_with_its_line(tmp_path, capsys):
     assert code == 1 and "response.body[line 2].delta.text: anthropic-key: sk-a…" in out
 
 
+def test_private_key_in_a_plain_text_body_is_found_across_lines(tmp_path, capsys):
+    cassette = chat("unused", "unused")
+    pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    cassette["response"].update(body_format="text", body=f"config {{\n  key: {pem}\n}}\n")
+    write(tmp_path, cassette)
+    code, out = scan(capsys, str(tmp_path))
+    assert code == 1 and "response.body: private-key: ----…" in out
+
+
 def test_pii_is_reported_only_when_asked(tmp_path, capsys):
     write(tmp_path, chat("mail jane.doe@example.com", "ok"))
     assert scan(capsys, str(tmp_path))[0] == 0
