@@ -79,7 +79,9 @@ def find(target: str, root: Path) -> list[Path]:
     path = Path(target)
     if path.is_file():
         return [path]
-    return [p for p in store.cassette_files(root) if p.name.startswith(target)] if root.is_dir() else []
+    found = [p for p in store.cassette_files(root) if p.name.startswith(target)] if root.is_dir() else []
+    exact = [p for p in found if p.stem == target]  # a full key names `<key>.json`, not its `<key>.2.json` repeats
+    return exact or found
 
 
 def run_ls(args: argparse.Namespace) -> int:

@@ -118,7 +118,8 @@ SECRET_RULES = (
 """Credential shapes, always on: a key pasted into a prompt or echoed in a response never reaches disk."""
 
 PII_RULES = (
-    _rule("email", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", ("@",)),
+    # `%40` too: the stored URL's query is percent-encoded.
+    _rule("email", r"\b[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", ("@", "%40")),
     # The digit comes before the look-behind so the engine can skip ahead to digits: twice as fast on prose.
     _rule("card", r"\d(?<![\d+-]\d)(?:[ -]?\d){12,18}(?![\d-])", check=luhn_valid),
     _rule(

@@ -52,6 +52,18 @@ def test_show_by_file_and_an_unknown_key(tmp_path, capsys):
     assert code == 2 and "is neither a file nor a key" in out
 
 
+def test_show_by_full_key_picks_the_first_of_a_sequence(tmp_path, capsys):
+    cassette = chat("again?", "first")
+    first = write(tmp_path, cassette)
+    write(tmp_path, chat("again?", "second"), first.with_name(f"{first.stem}.2.json").relative_to(tmp_path).as_posix())
+    code, out = run(capsys, "show", cassette["key"], "--dir", str(tmp_path))
+    assert code == 0 and out.rstrip().endswith("  first")
+    code, out = run(capsys, "show", f"{cassette['key']}.2", "--dir", str(tmp_path))
+    assert code == 0 and out.rstrip().endswith("  second")
+    code, out = run(capsys, "show", cassette["key"][:8], "--dir", str(tmp_path))
+    assert code == 2 and "matches several cassettes" in out
+
+
 def test_stale_lists_cassettes_older_than_the_limit(tmp_path, capsys):
     write(tmp_path, chat("fresh", "a", recorded_at=days_ago(10)))
     old = write(tmp_path, chat("old", "a", recorded_at=days_ago(120)))

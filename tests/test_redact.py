@@ -99,6 +99,12 @@ def test_redaction_reaches_nested_bodies_headers_and_leaves_structure():
     assert (stored["key"], stored["request"]["method"], stored["response"]["status"]) == ("0" * 32, "POST", 200)
 
 
+def test_pii_in_the_stored_url_query_is_redacted():
+    stored = cassette({}, {})
+    stored["request"]["url"] = "https://api.example.com/v1/users?email=jane.doe%40example.com&page=2"
+    assert redact(stored, WITH_PII)["request"]["url"].endswith("?email=[REDACTED:email]&page=2")
+
+
 def test_custom_rule_is_scoped_to_its_target():
     rules = parse_rules(["/request.body.messages.*.content/acct_[0-9]+/[REDACTED:account]"])
     stored = redact(cassette({"messages": [{"content": "acct_123"}], "user": "acct_456"}, {"echo": "acct_123"}), rules)
@@ -161,6 +167,7 @@ def test_builtin_secret_rules_come_first_and_are_not_repeated():
                 "Bearer ",
                 "bEaReR ",
                 "@",
+                "%40",
                 "x",
                 "Q7",
                 "_",
