@@ -32,6 +32,7 @@ DATA_KEYS = frozenset({"embedding", "embeddings", "b64_json", "partial_image_b64
 """JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures."""
 
 METADATA = frozenset({"cassette_format", "key", "recorded_at", "recorded_with"})
+"""Written by the proxy, not by the API or the application: the hex key would otherwise pass for a card number."""
 
 MIN_ENTROPY_RATIO = 0.8
 MIN_CLASS_SWITCHES = 0.4
@@ -108,9 +109,9 @@ def looks_random(token: str) -> bool:
 
 
 def entropy_applies(path: tuple[str | int, ...]) -> bool:
-    """Not on the cassette's own metadata, stored headers, encoded-data fields or object ids."""
+    """Not on stored headers, encoded-data fields or object ids."""
     names = [p for p in path if isinstance(p, str)]
-    if not names or names[0] in METADATA or (names[0] in SIDES and names[1:2] == ["headers"]):
+    if not names or (names[0] in SIDES and names[1:2] == ["headers"]):
         return False
     last = names[-1]
     return not (DATA_KEYS.intersection(names) or last == "id" or last.endswith(("_id", "-id", "Id")))
@@ -119,6 +120,8 @@ def entropy_applies(path: tuple[str | int, ...]) -> bool:
 def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iterator[tuple[str, str, str]]:
     """(path, rule, masked excerpt) for every finding in a parsed cassette."""
     for path, text in strings(document):
+        if path[:1] and path[0] in METADATA:
+            continue
         spans = []
         for rule in rules:
             if rule.applies_to(path):

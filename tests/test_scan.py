@@ -112,6 +112,13 @@ def test_pii_is_reported_only_when_asked(tmp_path, capsys):
     assert code == 1 and "email: jane…(20 chars)" in out
 
 
+def test_the_cassettes_own_metadata_is_not_scanned(tmp_path, capsys):
+    cassette = chat("hello", "hi")
+    cassette["key"] = "4111111111111111abcdef0123456789"  # 16 digits that pass the Luhn check
+    write(tmp_path, cassette)
+    assert scan(capsys, "--rule", "card", str(tmp_path))[0] == 0
+
+
 def test_custom_rule_is_scanned_for(tmp_path, capsys):
     write(tmp_path, chat("account acct_20931", "ok"))
     code, out = scan(capsys, "--rule", "/acct_[0-9]+/[REDACTED:account]", str(tmp_path))
