@@ -28,7 +28,9 @@ TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 MAX_TOKEN = 128
 """Longer runs are data (base64 images, audio, embeddings), not credentials; the shaped rules still see them."""
 
-DATA_KEYS = frozenset({"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "encrypted_content"})
+DATA_KEYS = frozenset(
+    {"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "thoughtSignature", "encrypted_content"}
+)
 """JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures."""
 
 METADATA = frozenset({"cassette_format", "key", "recorded_at", "recorded_with"})
