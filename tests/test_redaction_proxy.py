@@ -43,14 +43,15 @@ def test_recorded_prompt_is_redacted_on_disk_and_still_replays(upstream, start_p
     assert (report["hits"], report["misses"], upstream.count) == (1, [], served)
 
 
-def test_custom_rule_applies_only_to_its_target(https_upstream, start_proxy, client_env, cassette_dir):
+def test_several_rules_and_a_custom_rule_scoped_to_its_target(https_upstream, start_proxy, client_env, cassette_dir):
     rule = "/request.body.messages.*.content/order-[0-9]+/[REDACTED:order]"
-    client_env(start_proxy(https_upstream, cassette_mode="record", cassette_redact=[rule]))
-    assert ask("where is order-4711?") == "echo: where is order-4711?"
+    client_env(start_proxy(https_upstream, cassette_mode="record", cassette_redact=["email", rule]))
+    assert ask(f"where is order-4711 for {EMAIL}?") == f"echo: where is order-4711 for {EMAIL}?"
     [path] = store.cassette_files(cassette_dir)
     stored = json.loads(path.read_text())
-    assert stored["request"]["body"]["messages"][0]["content"] == "where is [REDACTED:order]?"
-    assert stored["response"]["body"]["choices"][0]["message"]["content"] == "echo: where is order-4711?"
+    assert stored["request"]["body"]["messages"][0]["content"] == "where is [REDACTED:order] for [REDACTED:email]?"
+    answer = stored["response"]["body"]["choices"][0]["message"]["content"]
+    assert answer == "echo: where is order-4711 for [REDACTED:email]?"  # the order rule targets the request only
 
 
 def test_invalid_redaction_rule_stops_the_proxy_with_the_reason(start_proxy):
