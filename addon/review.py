@@ -59,12 +59,20 @@ def changed_files(rev: str, folder: Path) -> list[tuple[str, str]]:
     return sorted((status, path) for status, path in changed if path.endswith(".json"))
 
 
+def parse(text: str, where: str) -> dict:
+    try:
+        cassette = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{where} is not valid JSON: {e}") from None
+    return cassette if isinstance(cassette, dict) else {}
+
+
 def old_cassette(rev: str, path: str) -> dict:
-    return json.loads(git("show", f"{rev}:./{path}"))
+    return parse(git("show", f"{rev}:./{path}"), f"{path} at {rev}")
 
 
 def new_cassette(path: str) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return parse(Path(path).read_text(encoding="utf-8"), path)
 
 
 def compare(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]]:

@@ -111,3 +111,9 @@ def test_diff_outside_a_git_repository_says_so(tmp_path, monkeypatch, capsys):
 def test_diff_against_an_unknown_revision_says_so(repo, capsys):
     code, out = diff(capsys, "no-such-branch")
     assert code == 2 and "'no-such-branch' is not a commit of this repository" in out
+
+
+def test_diff_names_a_cassette_that_is_not_json(repo, capsys):
+    (repo / "broken.json").write_text("{oops")
+    code, out = diff(capsys)
+    assert code == 2 and "cassettes/broken.json is not valid JSON" in out
