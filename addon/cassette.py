@@ -279,7 +279,10 @@ class Cassette:
     def _answer_miss(
         self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
     ) -> None:
-        body = store.body_fields(facts.body, facts.content_type)["body"]
+        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+        body = redact.redacted(
+            store.body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
+        )
         nearest = misses.closest(path.parent, self.root, ident["method"], body)
         error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), JSON_ERROR_HEADERS)

@@ -188,18 +188,19 @@ def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
         out[side] = dict(stored)
         for field in REDACTABLE:
             if field in stored and not (field == "body" and stored.get("body_format") == "base64"):
-                out[side][field] = _redacted(stored[field], (side, field), rules)
+                out[side][field] = redacted(stored[field], (side, field), rules)
     return out
 
 
-def _redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> Any:
+def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> Any:
+    """A copy of a stored value (found at `path` in the cassette) with the rules that apply there applied."""
     if isinstance(value, str):
         for rule in rules:
             if rule.applies_to(path):
                 value = rule.apply(value)
         return value
     if isinstance(value, dict):
-        return {name: _redacted(item, (*path, name), rules) for name, item in value.items()}
+        return {name: redacted(item, (*path, name), rules) for name, item in value.items()}
     if isinstance(value, list):
-        return [_redacted(item, (*path, i), rules) for i, item in enumerate(value)]
+        return [redacted(item, (*path, i), rules) for i, item in enumerate(value)]
     return value

@@ -43,6 +43,18 @@ def test_recorded_prompt_is_redacted_on_disk_and_still_replays(upstream, start_p
     assert (report["hits"], report["misses"], upstream.count) == (1, [], served)
 
 
+def test_miss_next_to_a_redacted_recording_shows_the_real_change_and_no_secret(https_upstream, start_proxy, client_env):
+    client_env(start_proxy(https_upstream, cassette_mode="record"))
+    ask()
+    client_env(start_proxy(https_upstream, cassette_mode="replay"))
+    client = openai.OpenAI(api_key=FAKE_OPENAI_KEY, max_retries=0)
+    with pytest.raises(openai.ConflictError) as miss:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": PROMPT}])
+    message = miss.value.body["message"]
+    assert 'differs in: model: "gpt-4o-mini" → "gpt-4o"' in message
+    assert "messages" not in message and FAKE_OPENAI_KEY not in json.dumps(miss.value.body)
+
+
 def test_several_rules_and_a_custom_rule_scoped_to_its_target(https_upstream, start_proxy, client_env, cassette_dir):
     rule = "/request.body.messages.*.content/order-[0-9]+/[REDACTED:order]"
     client_env(start_proxy(https_upstream, cassette_mode="record", cassette_redact=["email", rule]))
