@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules:
@@ -28,7 +28,7 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
     sys.modules["cassette_proxy"] = _package = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_package)
 
-from cassette_proxy import __version__, store
+from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
 from cassette_proxy.report import Report
@@ -38,6 +38,7 @@ from mitmproxy import version as mitmproxy_version
 log = logging.getLogger("cassette")
 
 MODES = ("replay", "record", "update", "off")
+REPEATS = ("reuse", "sequence")
 
 DEFAULT_HOSTS = (
     "api.openai.com",
@@ -76,6 +77,8 @@ class Pending:
 class Cassette:
     def __init__(self) -> None:
         self.report = Report()
+        self.sequence: dict[str, int] = {}
+        """cassette_repeats=sequence: how many times this run has seen each key."""
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -124,6 +127,22 @@ class Cassette:
             'Once the proxy listens, write {"pid": ..., "listen": [...]} to this path atomically; '
             "how a launcher learns the port of `-p 0`.",
         )
+        loader.add_option(
+            "cassette_redact",
+            Sequence[str],
+            [],
+            "Redaction rules applied to what a cassette stores (never to the key or to what the client gets), on top "
+            "of the built-in secret rules: a rule name (email, phone, card, pii) or /[target/]regex/replacement, "
+            "e.g. /request.body.messages.*.content/acct_[0-9]+/[REDACTED:account].",
+        )
+        loader.add_option(
+            "cassette_repeats",
+            str,
+            "reuse",
+            "reuse: identical requests always get the same recorded response; sequence: the n-th identical request "
+            "of a run records and replays the n-th response (<key>.json, <key>.2.json, ...), repeating the last one "
+            "past the end.",
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -133,6 +152,15 @@ class Cassette:
                     f"cassette_mode: {opts.cassette_mode!r} is not a mode; use one of {', '.join(MODES)}"
                 )
             self.report.mode = opts.cassette_mode
+        if "cassette_redact" in updated:
+            try:
+                self.redact_rules = redact.parse_rules(opts.cassette_redact)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_redact: {e}") from None
+        if "cassette_repeats" in updated and opts.cassette_repeats not in REPEATS:
+            raise exceptions.OptionsError(
+                f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
+            )
         if "cassette_ignore" in updated:
             try:
                 self.ignore = parse_ignore_paths(opts.cassette_ignore)
@@ -202,6 +230,8 @@ class Cassette:
         ident = identity(facts, self.key_headers, self.ignore)
         key = key_of(ident)
         relative = store.relative_path(facts.scheme, facts.host, facts.port, facts.path, key)
+        if ctx.options.cassette_repeats == "sequence":
+            relative = self._next_in_sequence(key, relative, mode)
         path = self.root / relative
         if mode != "update":
             try:
@@ -231,6 +261,14 @@ class Cassette:
         )
         self.report.upstream += 1
 
+    def _next_in_sequence(self, key: str, first: PurePosixPath, mode: str) -> PurePosixPath:
+        """The n-th identical request uses the n-th recording; past the last one, replay keeps answering with it."""
+        n = self.sequence.get(key, 0) + 1
+        if mode == "replay" and n > 1 and not (self.root / store.repeat_path(first, n)).exists():
+            n -= 1
+        self.sequence[key] = n
+        return store.repeat_path(first, n)
+
     def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
         recorded = cassette["response"]
         body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
@@ -242,7 +280,10 @@ class Cassette:
     def _answer_miss(
         self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
     ) -> None:
-        body = store.body_fields(facts.body, facts.content_type)["body"]
+        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+        body = redact.redacted(
+            store.body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
+        )
         nearest = misses.closest(path.parent, self.root, ident["method"], body)
         error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), JSON_ERROR_HEADERS)
@@ -281,7 +322,8 @@ class Cassette:
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
         )
         try:
-            await asyncio.to_thread(store.write_atomic, pending.path, store.dumps(cassette))
+            stored = await asyncio.to_thread(redact.redact, cassette, self.redact_rules)
+            await asyncio.to_thread(store.write_atomic, pending.path, store.dumps(stored))
         except OSError as e:
             reason = f"cassette not saved to {pending.path}: {e.strerror or e}"
             flow.response.headers["x-cassette-error"] = reason

@@ -81,6 +81,11 @@ def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> Pur
     return PurePosixPath(host_dir, *segments, f"{key}.json")
 
 
+def repeat_path(first: PurePosixPath, n: int) -> PurePosixPath:
+    """The n-th recording of one request (`cassette_repeats=sequence`): `<key>.json`, then `<key>.2.json`, …"""
+    return first if n == 1 else first.with_name(f"{first.stem}.{n}.json")
+
+
 def body_fields(body: bytes, content_type: str) -> dict:
     """{"body_format", "body"} for storage: parsed JSON when the type says JSON, else text, else base64.
 
@@ -186,3 +191,13 @@ def load(path: Path) -> dict:
     if response.get("body_format", "text") not in BODY_FORMATS:
         raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
     return cassette
+
+
+def default_dir() -> Path:
+    """The cassette folder the `cassette` commands use unless told: the proxy's own default."""
+    return Path(os.environ.get("CASSETTE_DIR", "cassettes"))
+
+
+def cassette_files(root: Path) -> list[Path]:
+    """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
+    return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))

@@ -9,13 +9,19 @@ carries `x-fake-count`, the number of API requests served so far; the control
 endpoint `GET /__fake__/stats` reports them without counting itself.
 
 Request headers steer it: `x-fake-status: 429` answers that status (with
-`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering.
+`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering, `x-fake-numbered: 1`
+prefixes the echo with the request count (different answers to identical requests).
+An embeddings request with `dimensions` gets real-shaped vectors: that many values,
+packed as base64 float32 when `encoding_format` is base64 (the openai SDK's default).
 """
 
 import argparse
+import base64
 import json
+import math
 import os
 import ssl
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,13 +70,21 @@ def anthropic_message(body: dict, text: str) -> dict:
     }
 
 
+def vector(index: int, dimensions: int | None, encoding: str | None) -> list[float] | str:
+    if not dimensions:
+        return [0.1 * (index + 1), 0.2, 0.3]
+    values = [math.sin((index + 1) * (k + 1)) / 10 for k in range(dimensions)]
+    return base64.b64encode(struct.pack(f"<{dimensions}f", *values)).decode() if encoding == "base64" else values
+
+
 def embeddings(body: dict) -> dict:
     inputs = body.get("input")
     inputs = inputs if isinstance(inputs, list) else [inputs]
+    size, encoding = body.get("dimensions"), body.get("encoding_format")
     return {
         "object": "list",
         "data": [
-            {"object": "embedding", "index": i, "embedding": [0.1 * (i + 1), 0.2, 0.3]} for i in range(len(inputs))
+            {"object": "embedding", "index": i, "embedding": vector(i, size, encoding)} for i in range(len(inputs))
         ],
         "model": body.get("model", "embed-fake"),
         "usage": {"prompt_tokens": 1, "total_tokens": 1},
@@ -122,6 +136,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         text = f"echo: {last_user_text(body)}" if isinstance(body, dict) else "echo: ?"
+        if self.headers.get("x-fake-numbered"):
+            text = f"#{count} {text}"
         path = self.path.split("?", 1)[0]
         if path.endswith("/chat/completions"):
             self.send_json(200, openai_chat(body, text), count)

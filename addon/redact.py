@@ -1,0 +1,206 @@
+"""Redaction rules: what never reaches a cassette file, and what `cassette scan` looks for.
+
+A rule is a regular expression with a replacement, optionally scoped to a part
+of the stored cassette (`request`, `response.body`, `request.body.messages.*.content`).
+The built-in secret rules always apply; PII rules are added by name, custom
+rules by spec (the `cassette_redact` option). Redaction changes only what is
+written: the key is computed from the real request and the client gets the
+real response, so matching never depends on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+SIDES = ("request", "response")
+REDACTABLE = ("url", "headers", "body")
+"""The fields of a stored request or response that carry data; method, status and body_format are structure."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    replacement: str
+    targets: tuple[tuple[str, ...], ...] = ()
+    """Dotted paths (with `*` for any key or item) under which the rule applies; empty: everywhere."""
+    check: Callable[[str], bool] | None = None
+    """A second opinion on a match (the Luhn check for card numbers); a match it rejects is left alone."""
+    hints: tuple[str, ...] = ()
+    """Substrings every match contains (lower case if the pattern ignores case): a text without any of them is
+    skipped without running the pattern, which keeps redacting a large prompt cheap."""
+
+    def applies_to(self, path: tuple[str | int, ...]) -> bool:
+        return not self.targets or any(_starts_with(path, target) for target in self.targets)
+
+    def matches(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """(start, end, replacement) of each match: only the `secret` group when the pattern has one (so `Bearer `
+        stays), else the whole match; the replacement is a `re.sub` template (`\\1` refers to a group)."""
+        haystack = text.lower() if self.hints and self.pattern.flags & re.IGNORECASE else text
+        if self.hints and not any(hint in haystack for hint in self.hints):
+            return
+        group = "secret" if "secret" in self.pattern.groupindex else 0
+        for m in self.pattern.finditer(text):
+            if self.check is None or self.check(m.group(group)):
+                yield (*m.span(group), m.expand(self.replacement))
+
+    def apply(self, text: str) -> str:
+        out, last = [], 0
+        for start, end, replacement in self.matches(text):
+            out += [text[last:start], replacement]
+            last = end
+        return "".join(out) + text[last:] if out else text
+
+
+def _starts_with(path: tuple[str | int, ...], target: tuple[str, ...]) -> bool:
+    return len(path) >= len(target) and all(t in ("*", str(p)) for p, t in zip(path, target, strict=False))
+
+
+def luhn_valid(number: str) -> bool:
+    """The check digit card numbers carry: separates a card from any 16-digit number."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, digit in enumerate(reversed(digits)):
+        if i % 2:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+_NOT_A_PHONE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,3}(?:\.\d{1,3}){3}$|[\d ]+\.\d+$")
+"""Dates, IPv4 addresses and decimals: digit groups that the phone pattern would otherwise take."""
+
+
+def _looks_like_phone(text: str) -> bool:
+    return 9 <= sum(c.isdigit() for c in text) <= 15 and not _NOT_A_PHONE.match(text)
+
+
+def _has_digit(text: str) -> bool:
+    """Real keys mix digits in; `sk-learn-compatible-estimators` is prose."""
+    return any(c.isdigit() for c in text)
+
+
+def _rule(
+    name: str, pattern: str, hints: tuple[str, ...] = (), check: Callable[[str], bool] | None = None, flags: int = 0
+) -> Rule:
+    return Rule(name, re.compile(pattern, flags), f"[REDACTED:{name}]", check=check, hints=hints)
+
+
+SECRET_RULES = (
+    _rule(
+        "private-key",
+        r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----",
+        ("PRIVATE KEY",),
+    ),
+    _rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", ("sk-ant-",), _has_digit),
+    _rule("openai-key", r"\bsk-[A-Za-z0-9_-]{20,}", ("sk-",), _has_digit),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", ("AIza",)),
+    _rule("aws-access-key-id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
+    _rule(
+        "aws-secret-access-key",
+        r"aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ("secret",),
+        flags=re.IGNORECASE,
+    ),
+    _rule(
+        "github-token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)),
+    _rule("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", ("bearer",), flags=re.IGNORECASE),
+)
+"""Credential shapes, always on: a key pasted into a prompt or echoed in a response never reaches disk."""
+
+PII_RULES = (
+    # `%40` too: the stored URL's query is percent-encoded.
+    _rule("email", r"\b[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", ("@", "%40")),
+    # The digit comes before the look-behind so the engine can skip ahead to digits: twice as fast on prose.
+    _rule("card", r"\d(?<![\d+-]\d)(?:[ -]?\d){12,18}(?![\d-])", check=luhn_valid),
+    _rule(
+        "phone",
+        r"(?<![\w+.-])(?:\+\d{8,15}|(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,5}){1,4})(?![\w.-])",
+        check=_looks_like_phone,
+    ),
+)
+"""Personal data rules, by name (`email`, `card`, `phone`, or `pii` for all): opt-in, as they can match ordinary data."""
+
+NAMED_RULES = {rule.name: (rule,) for rule in PII_RULES} | {"pii": PII_RULES}
+
+
+def parse_target(text: str) -> tuple[str, ...]:
+    """`request`, `response.body`, `request.body.messages.*.content`: a side, then url/headers/body, then JSON keys."""
+    parts = tuple(text.strip().split("."))
+    if parts[0] not in SIDES or any(not p for p in parts):
+        raise ValueError(f"target {text!r} must start with request or response (e.g. request.body.messages.*.content)")
+    if len(parts) > 1 and parts[1] not in (*REDACTABLE, "*"):
+        raise ValueError(f"target {text!r}: after {parts[0]} comes one of {', '.join(REDACTABLE)}")
+    return parts
+
+
+def parse_rule(spec: str) -> tuple[Rule, ...]:
+    """One entry of `cassette_redact`: a rule name, or `/[target/]regex/replacement` with any separator."""
+    spec = spec.strip()
+    if spec in NAMED_RULES:
+        return NAMED_RULES[spec]
+    if not spec or spec[0].isalnum():
+        raise ValueError(
+            f"{spec!r} is neither a rule name ({', '.join(NAMED_RULES)}) nor a /[target/]regex/replacement rule"
+        )
+    parts = spec[1:].split(spec[0])
+    if len(parts) not in (2, 3):
+        raise ValueError(f"{spec!r}: use /regex/replacement or /target/regex/replacement (any separator)")
+    *target, pattern, replacement = parts
+    if not pattern:
+        raise ValueError(f"{spec!r}: the regular expression is empty")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"{spec!r}: invalid regular expression: {e}") from None
+    try:
+        compiled.sub(replacement, "")  # parses the template, so a bad group reference fails here, not mid-recording
+    except (re.error, IndexError) as e:
+        raise ValueError(f"{spec!r}: invalid replacement: {e}") from None
+    return (Rule(spec, compiled, replacement, (parse_target(target[0]),) if target else ()),)
+
+
+def parse_rules(specs: Iterable[str]) -> tuple[Rule, ...]:
+    """The built-in secret rules followed by the given ones (PII by name, custom specs)."""
+    rules = list(SECRET_RULES)
+    for spec in specs:
+        rules.extend(r for r in parse_rule(spec) if r not in rules)
+    return tuple(rules)
+
+
+def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
+    """A copy of the cassette with every rule applied to the url, headers and body it stores."""
+    rules = tuple(rules)
+    out = dict(cassette)
+    for side in SIDES:
+        stored = cassette.get(side)
+        if not isinstance(stored, dict):
+            continue
+        out[side] = dict(stored)
+        for field in REDACTABLE:
+            if field in stored and not (field == "body" and stored.get("body_format") == "base64"):
+                out[side][field] = redacted(stored[field], (side, field), rules)
+    return out
+
+
+def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> Any:
+    """A copy of a stored value (found at `path` in the cassette) with the rules that apply there applied."""
+    if isinstance(value, str):
+        for rule in rules:
+            if rule.applies_to(path):
+                value = rule.apply(value)
+        return value
+    if isinstance(value, dict):
+        return {name: redacted(item, (*path, name), rules) for name, item in value.items()}
+    if isinstance(value, list):
+        return [redacted(item, (*path, i), rules) for i, item in enumerate(value)]
+    return value
