@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from cassette_proxy import __version__, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
 from cassette_proxy.report import Report
+from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
 
@@ -76,6 +78,7 @@ class Pending:
 class Cassette:
     def __init__(self) -> None:
         self.report = Report()
+        self.timed_replay = TimedReplayServer()
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -124,6 +127,14 @@ class Cassette:
             'Once the proxy listens, write {"pid": ..., "listen": [...]} to this path atomically; '
             "how a launcher learns the port of `-p 0`.",
         )
+        loader.add_option(
+            "cassette_replay_timing",
+            str,
+            os.environ.get("CASSETTE_REPLAY_TIMING", "none"),
+            "How a replayed stream (SSE, NDJSON) is paced: none sends all its events at once; recorded waits the "
+            "recorded time before each event; a number is a speed factor (2 = twice as fast, 0.5 = half as fast). "
+            "Defaults to $CASSETTE_REPLAY_TIMING, else none.",
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -154,6 +165,11 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "cassette_replay_timing" in updated:
+            try:
+                self.replay_speed = parse_replay_timing(opts.cassette_replay_timing)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.
@@ -211,7 +227,7 @@ class Cassette:
                 self._answer_unusable_cassette(flow, path, e)
                 return
             if cassette is not None:
-                self._replay(flow, cassette, relative.as_posix())
+                await self._replay(flow, cassette, relative.as_posix())
                 return
         if mode == "replay":
             self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
@@ -228,15 +244,33 @@ class Cassette:
             },
             existed=path.exists(),
         )
+        # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
+        req.headers["accept-encoding"] = "identity"
         self.report.upstream += 1
 
-    def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
+    async def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
         recorded = cassette["response"]
-        body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
-        flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
+        if recorded.get("body_format") == "events" and self.replay_speed is not None:
+            await self._route_to_timed_replay(flow, recorded)
+        else:
+            body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
+            flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
+
+    async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
+        """Send the flow to the in-proxy server that plays the events at their offsets.
+
+        A response made here would reach the client in one piece; only a
+        response from a server can be streamed over time (see streaming.py).
+        """
+        await self.timed_replay.start()
+        stream = TimedStream(recorded["status"], recorded.get("headers", {}), recorded["body"], self.replay_speed)
+        req = flow.request
+        req.scheme, req.host, req.port = "http", "127.0.0.1", self.timed_replay.port
+        req.path = self.timed_replay.register(stream)
+        flow.metadata["cassette_timed_replay"] = True
 
     def _answer_miss(
         self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
@@ -258,10 +292,55 @@ class Cassette:
         self.report.errors.append({"type": "cassette_invalid", "cassette": str(path), "message": str(error)})
         log.error(message)
 
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Stream SSE and NDJSON to the client as they arrive; while recording, keep a timed copy."""
+        if flow.response is None:
+            return
+        if flow.metadata.get("cassette_timed_replay"):
+            flow.response.stream = True
+            return
+        kind = stream_kind(flow.response.headers.get("content-type", ""))
+        if kind and isinstance(flow.metadata.get("cassette"), Pending):
+            recorder = StreamRecorder(kind, flow.response.timestamp_start or time.time())
+            flow.response.stream = flow.metadata["cassette_stream"] = recorder
+
     async def response(self, flow: http.HTTPFlow) -> None:
         pending = flow.metadata.get("cassette")
         if not isinstance(pending, Pending) or flow.response is None:
             return
+        await self._save(flow, pending)
+
+    async def error(self, flow: http.HTTPFlow) -> None:
+        """A recorded stream cut off: saved only if its protocol's last event had arrived."""
+        pending = flow.metadata.get("cassette")
+        recorder = flow.metadata.get("cassette_stream")
+        if not isinstance(pending, Pending) or recorder is None or flow.response is None:
+            return
+        if recorder.complete:
+            await self._save(flow, pending)
+            return
+        reason = (
+            f"cassette not saved: the stream from {pending.request['url']} was cut off before its end "
+            f"({flow.error.msg if flow.error else 'no reason given'})"
+        )
+        self.report.errors.append({"type": "stream_incomplete", "cassette": pending.relative, "message": reason})
+        log.warning(reason)
+
+    def _stored_body(self, flow: http.HTTPFlow) -> dict:
+        recorder = flow.metadata.get("cassette_stream")
+        if recorder is not None:
+            if flow.response.headers.get("content-encoding", "identity").lower() == "identity":
+                try:
+                    return store.events_fields(recorder.events())
+                except UnicodeDecodeError:
+                    pass
+            # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
+            flow.response.raw_content = recorder.body
+        return store.body_fields(
+            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
+        )
+
+    async def _save(self, flow: http.HTTPFlow, pending: Pending) -> None:
         status = flow.response.status_code
         if not 200 <= status < 300:
             log.warning(f"cassette not saved: upstream answered {status} for {pending.request['url']}")
@@ -269,9 +348,7 @@ class Cassette:
         response = {
             "status": status,
             "headers": store.stored_headers(list(flow.response.headers.items(multi=True))),
-            **store.body_fields(
-                flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
-            ),
+            **self._stored_body(flow),
         }
         cassette = store.new_cassette(
             pending.key,
