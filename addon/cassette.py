@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,6 +80,8 @@ class Cassette:
     def __init__(self) -> None:
         self.report = Report()
         self.timed_replay = TimedReplayServer()
+        self.writing = threading.Condition()
+        self.writes_in_flight = 0
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -188,6 +191,8 @@ class Cassette:
         store.write_atomic(Path(ctx.options.cassette_ready_file), json.dumps(ready).encode())
 
     def done(self) -> None:
+        with self.writing:
+            self.writing.wait_for(lambda: self.writes_in_flight == 0, timeout=30)
         if ctx.options.cassette_report:
             self.report.write(Path(ctx.options.cassette_report))
 
@@ -356,21 +361,39 @@ class Cassette:
             response,
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
         )
+        with self.writing:
+            self.writes_in_flight += 1  # before the thread starts, so that done() cannot miss it
+        failure = await asyncio.to_thread(self._write, pending, store.dumps(cassette))
+        if failure:
+            flow.response.headers["x-cassette-error"] = failure
+
+    def _write(self, pending: Pending, data: bytes) -> str | None:
+        """Write and count one cassette, in a worker thread; returns why it failed, if it did.
+
+        It counts itself because a proxy stopped right after a client's last
+        read (a test suite ending) cancels the hook awaiting it: `done()` waits
+        for the thread and the report still includes the cassette.
+        """
         try:
-            await asyncio.to_thread(store.write_atomic, pending.path, store.dumps(cassette))
+            store.write_atomic(pending.path, data)
         except OSError as e:
             reason = f"cassette not saved to {pending.path}: {e.strerror or e}"
-            flow.response.headers["x-cassette-error"] = reason
             self.report.errors.append(
                 {"type": "cassette_write_failed", "cassette": pending.relative, "message": reason}
             )
             log.error(reason)
-            return
-        if pending.existed:
-            self.report.overwritten += 1
+            return reason
         else:
-            self.report.recorded += 1
-        self.report.cassettes_used.add(pending.relative)
+            if pending.existed:
+                self.report.overwritten += 1
+            else:
+                self.report.recorded += 1
+            self.report.cassettes_used.add(pending.relative)
+            return None
+        finally:
+            with self.writing:
+                self.writes_in_flight -= 1
+                self.writing.notify_all()
 
 
 addons = [Cassette()]
