@@ -298,16 +298,17 @@ class Cassette:
         log.error(message)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        """Stream SSE and NDJSON to the client as they arrive; while recording, keep a timed copy."""
-        if flow.response is None:
-            return
-        if flow.metadata.get("cassette_timed_replay"):
-            flow.response.stream = True
+        """Never buffer SSE or NDJSON (recorded, timed replay, passthrough); while recording, keep a timed copy."""
+        if flow.response is None or flow.response.stream:
             return
         kind = stream_kind(flow.response.headers.get("content-type", ""))
-        if kind and isinstance(flow.metadata.get("cassette"), Pending):
+        if not kind:
+            return
+        if isinstance(flow.metadata.get("cassette"), Pending):
             recorder = StreamRecorder(kind, flow.response.timestamp_start or time.time())
             flow.response.stream = flow.metadata["cassette_stream"] = recorder
+        else:
+            flow.response.stream = True
 
     async def response(self, flow: http.HTTPFlow) -> None:
         pending = flow.metadata.get("cassette")
