@@ -5,6 +5,7 @@ live in their own modules.
 """
 
 import asyncio
+import contextlib
 import fnmatch
 import importlib.util
 import json
@@ -37,6 +38,7 @@ from cassette_proxy.report import Report
 from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
+from mitmproxy.net import encoding
 
 log = logging.getLogger("cassette")
 
@@ -299,31 +301,37 @@ class Cassette:
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Never buffer SSE or NDJSON (recorded, timed replay, passthrough); while recording, keep a timed copy."""
-        if flow.response is None or flow.response.stream:
-            return
+        if flow.response is None or callable(flow.response.stream):
+            return  # another addon already transforms this stream
         kind = stream_kind(flow.response.headers.get("content-type", ""))
         if not kind:
             return
-        if isinstance(flow.metadata.get("cassette"), Pending):
-            recorder = StreamRecorder(kind, flow.response.timestamp_start or time.time())
+        pending = flow.metadata.get("cassette")
+        if isinstance(pending, Pending):
+            started = flow.response.timestamp_start or time.time()
+            recorder = StreamRecorder(
+                kind, started, on_complete=lambda rec, first: self._save_stream(flow, pending, rec, first)
+            )
             flow.response.stream = flow.metadata["cassette_stream"] = recorder
         else:
             flow.response.stream = True
 
     async def response(self, flow: http.HTTPFlow) -> None:
         pending = flow.metadata.get("cassette")
-        if not isinstance(pending, Pending) or flow.response is None:
-            return
-        await self._save(flow, pending)
+        if not isinstance(pending, Pending) or flow.response is None or "cassette_stream" in flow.metadata:
+            return  # a stream is saved by its recorder
+        body = store.body_fields(
+            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
+        )
+        writing = self._save(flow, pending, body)
+        if writing and (failure := await writing):
+            flow.response.headers["x-cassette-error"] = failure
 
-    async def error(self, flow: http.HTTPFlow) -> None:
-        """A recorded stream cut off: saved only if its protocol's last event had arrived."""
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A recorded stream cut off before it was complete: no cassette, and an error in the report."""
         pending = flow.metadata.get("cassette")
         recorder = flow.metadata.get("cassette_stream")
-        if not isinstance(pending, Pending) or recorder is None or flow.response is None:
-            return
-        if recorder.complete:
-            await self._save(flow, pending)
+        if not isinstance(pending, Pending) or recorder is None or recorder.saved_events is not None:
             return
         reason = (
             f"cassette not saved: the stream from {pending.request['url']} was cut off before its end "
@@ -332,29 +340,32 @@ class Cassette:
         self.report.errors.append({"type": "stream_incomplete", "cassette": pending.relative, "message": reason})
         log.warning(reason)
 
-    def _stored_body(self, flow: http.HTTPFlow) -> dict:
-        recorder = flow.metadata.get("cassette_stream")
-        if recorder is not None:
-            if flow.response.headers.get("content-encoding", "identity").lower() == "identity":
-                try:
-                    return store.events_fields(recorder.events())
-                except UnicodeDecodeError:
-                    pass
+    def _save_stream(self, flow: http.HTTPFlow, pending: Pending, recorder: StreamRecorder, first: bool) -> None:
+        """Called by the recorder, inside mitmproxy's stream handling, once the stream is complete."""
+        content_encoding = flow.response.headers.get("content-encoding", "identity").lower()
+        body = None
+        if content_encoding == "identity":
+            with contextlib.suppress(UnicodeDecodeError):
+                body = store.events_fields(recorder.events())
+        if body is None:
             # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
-            flow.response.raw_content = recorder.body
-        return store.body_fields(
-            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
-        )
+            try:
+                data = encoding.decode(recorder.body, content_encoding)
+            except ValueError:
+                data = recorder.body
+            body = store.body_fields(data, flow.response.headers.get("content-type", ""))
+        self._save(flow, pending, body, count=first)
 
-    async def _save(self, flow: http.HTTPFlow, pending: Pending) -> None:
+    def _save(self, flow: http.HTTPFlow, pending: Pending, body: dict, count: bool = True) -> asyncio.Future | None:
+        """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
         if not 200 <= status < 300:
             log.warning(f"cassette not saved: upstream answered {status} for {pending.request['url']}")
-            return
+            return None
         response = {
             "status": status,
             "headers": store.stored_headers(list(flow.response.headers.items(multi=True))),
-            **self._stored_body(flow),
+            **body,
         }
         cassette = store.new_cassette(
             pending.key,
@@ -363,17 +374,15 @@ class Cassette:
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
         )
         with self.writing:
-            self.writes_in_flight += 1  # before the thread starts, so that done() cannot miss it
-        failure = await asyncio.to_thread(self._write, pending, store.dumps(cassette))
-        if failure:
-            flow.response.headers["x-cassette-error"] = failure
+            self.writes_in_flight += 1
+        return asyncio.get_running_loop().run_in_executor(None, self._write, pending, store.dumps(cassette), count)
 
-    def _write(self, pending: Pending, data: bytes) -> str | None:
-        """Write and count one cassette, in a worker thread; returns why it failed, if it did.
+    def _write(self, pending: Pending, data: bytes, count: bool) -> str | None:
+        """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker thread.
 
-        It counts itself because a proxy stopped right after a client's last
-        read (a test suite ending) cancels the hook awaiting it: `done()` waits
-        for the thread and the report still includes the cassette.
+        It counts itself, and `done()` waits for it, because a proxy stopped
+        right after a client's last read (a test suite ending) cancels the
+        hooks still awaiting: the report must still include the cassette.
         """
         try:
             store.write_atomic(pending.path, data)
@@ -385,9 +394,9 @@ class Cassette:
             log.error(reason)
             return reason
         else:
-            if pending.existed:
+            if count and pending.existed:
                 self.report.overwritten += 1
-            else:
+            elif count:
                 self.report.recorded += 1
             self.report.cassettes_used.add(pending.relative)
             return None

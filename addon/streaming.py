@@ -96,14 +96,25 @@ def ends_protocol(kind: str, last_event: str) -> bool:
 
 @dataclass
 class StreamRecorder:
-    """The `flow.response.stream` callable: passes chunks through unchanged and keeps them as timed events."""
+    """The `flow.response.stream` callable: passes chunks through unchanged and keeps them as timed events.
+
+    `on_complete` is called as soon as the stream is known complete: at its
+    protocol's last event, before that event is forwarded (so a client that
+    closes right after it, then stops the proxy, cannot race the save), or at
+    the upstream's end of message; and once more at the end if events came
+    after the protocol's last one, so the copy stays byte-faithful.
+    """
 
     kind: str
     started: float
     """When the response began (time.time()), the zero of every event's offset."""
+    on_complete: Callable[[StreamRecorder, bool], None] = lambda recorder, first: None
+    """Called with the recorder and whether this is the first call."""
     clock: Callable[[], float] = time.time
     ended: bool = False
     """The upstream finished the response (mitmproxy's final empty chunk)."""
+    saved_events: int | None = None
+    """How many events the last `on_complete` saw; None until the stream is complete."""
     _timed: list[tuple[int, bytes]] = field(default_factory=list)
     _pending: bytes = b""
 
@@ -113,6 +124,10 @@ class StreamRecorder:
         else:
             self.ended = True
             self._add(*split_events(self._pending, self.kind, final=True))
+        if self.complete and self.saved_events != len(self._timed):
+            first = self.saved_events is None
+            self.saved_events = len(self._timed)
+            self.on_complete(self, first)
         return chunk
 
     def _add(self, complete: list[bytes], rest: bytes) -> None:
@@ -122,11 +137,13 @@ class StreamRecorder:
 
     @property
     def complete(self) -> bool:
-        """Ended by the upstream, or cut off (by the client, usually) right after its protocol's last event."""
+        """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes)."""
         if self.ended:
             return True
-        texts = [raw.decode("utf-8", "replace") for _, raw in self._timed if raw.strip()]
-        return not self._pending.strip() and bool(texts) and ends_protocol(self.kind, texts[-1])
+        if self._pending.strip():
+            return False
+        last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
+        return last is not None and ends_protocol(self.kind, last.decode("utf-8", "replace"))
 
     @property
     def body(self) -> bytes:

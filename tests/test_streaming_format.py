@@ -236,3 +236,16 @@ def test_timed_replay_server_plays_a_stream_once_with_its_status_headers_and_chu
     assert b"transfer-encoding: chunked" in head
     assert body == b"9\r\ndata: 1\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
     assert second.startswith(b"HTTP/1.1 404")
+
+
+def test_recorder_reports_completion_at_the_protocols_last_event_and_again_only_for_later_events():
+    calls = []
+    recorder = StreamRecorder(SSE, started=0.0, on_complete=lambda rec, first: calls.append((len(rec.events()), first)))
+    recorder(OPENAI)
+    assert calls == [(3, True)], "saved as [DONE] arrives, before the upstream ends the response"
+    recorder(b": a comment after [DONE]\n\n")
+    assert calls == [(3, True)]
+    recorder(b"")
+    assert calls == [(3, True), (4, False)], "saved again at the end, with what came after [DONE]"
+    recorder(b"")
+    assert len(calls) == 2
