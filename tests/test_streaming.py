@@ -84,10 +84,11 @@ def ollama_stream(**headers: str) -> dict:
     return {"text": text, "last": {k: v for k, v in last.items() if k != "message"}}
 
 
-def raw_stream(url: str, body: dict, **headers: str) -> tuple[bytes, list[float]]:
+def raw_stream(url: str, body: dict, via_proxy: bool = True, **headers: str) -> tuple[bytes, list[float]]:
     """The exact bytes a client receives, and when (seconds since the request) each chunk arrived."""
     started, chunks, arrivals = time.monotonic(), [], []
-    with httpx.Client(timeout=30) as client, client.stream("POST", url, json=body, headers=headers) as response:
+    client = httpx.Client(timeout=30, trust_env=via_proxy)
+    with client, client.stream("POST", url, json=body, headers=headers) as response:
         assert response.status_code == 200
         for chunk in response.iter_raw():
             chunks.append(chunk)
@@ -334,3 +335,23 @@ def test_stream_true_and_false_are_different_cassettes(start_proxy, https_upstre
     assert replay_report["counts"]["hits"] == 2
     formats = sorted(cassette["response"]["body_format"] for cassette in cassettes(cassette_dir))
     assert formats == ["events", "json"]
+
+
+def test_timed_replay_also_streams_in_reverse_mode(start_proxy, https_upstream, client_env):
+    """Reverse mode routes by the request's destination too: the in-proxy timed server must still be reached."""
+    body = {"model": "gpt-4o-mini", "messages": MESSAGES, "stream": True}
+    recorder = start_proxy(https_upstream, cassette_mode="record")
+    client_env(recorder)
+    recorded, recorded_at = raw_stream(
+        "https://api.openai.com/v1/chat/completions", body, **{"x-fake-event-gap": "0.2"}
+    )
+    recorder.stop()
+    https_upstream.stop()
+    mode = "reverse:https://api.openai.com"
+    player = start_proxy(https_upstream, modes=[mode], cassette_mode="replay", cassette_replay_timing="recorded")
+    url = f"http://127.0.0.1:{player.port(mode)}/v1/chat/completions"
+    replayed, replayed_at = raw_stream(url, body, via_proxy=False)
+    assert replayed == recorded
+    ratio = (replayed_at[-1] - replayed_at[0]) / (recorded_at[-1] - recorded_at[0])
+    assert 0.8 < ratio < 1.3, ratio
+    assert player.stop()["counts"]["hits"] == 1
