@@ -179,6 +179,18 @@ class TimedStream:
     speed: float
 
 
+async def _read_request_body(reader: asyncio.StreamReader, head: bytes) -> None:
+    """Read (and drop) the request body: closing a socket with unread bytes resets it, cutting off the answer."""
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    if length:
+        await reader.readexactly(int(length.group(1)))
+    elif re.search(rb"(?im)^transfer-encoding:.*chunked", head):
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            await reader.readexactly(size + 2)
+        while await reader.readuntil(b"\r\n") != b"\r\n":
+            pass  # trailers
+
+
 class TimedReplayServer:
     """A loopback HTTP server inside the proxy that sends a recorded stream with its recorded gaps.
 
@@ -212,15 +224,13 @@ class TimedReplayServer:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             target = head.split(b" ", 2)[1].decode("ascii", "replace")
-            length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-            if length:
-                await reader.readexactly(int(length.group(1)))
+            await _read_request_body(reader, head)
             stream = self._streams.pop(target, None)
             if stream is None:
                 writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
                 return
             await self._play(stream, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError, ValueError):
             pass  # the client went away: nothing to answer
         finally:
             writer.close()
@@ -233,7 +243,7 @@ class TimedReplayServer:
         lines = [f"HTTP/1.1 {stream.status} {reason}"]
         lines += [f"{name}: {value}" for name, value in stream.headers.items()]
         lines += ["transfer-encoding: chunked", "connection: close"]
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8"))
         await writer.drain()
         loop = asyncio.get_running_loop()
         start = loop.time()
