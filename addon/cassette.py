@@ -5,12 +5,15 @@ live in their own modules.
 """
 
 import asyncio
+import contextlib
 import fnmatch
 import importlib.util
 import json
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -32,8 +35,10 @@ from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
 from cassette_proxy.report import Report
+from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
+from mitmproxy.net import encoding
 
 log = logging.getLogger("cassette")
 
@@ -79,6 +84,9 @@ class Cassette:
         self.report = Report()
         self.sequence: dict[str, int] = {}
         """cassette_repeats=sequence: how many times this run has seen each key."""
+        self.timed_replay = TimedReplayServer()
+        self.writing = threading.Condition()
+        self.writes_in_flight = 0
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -143,6 +151,14 @@ class Cassette:
             "of a run records and replays the n-th response (<key>.json, <key>.2.json, ...), repeating the last one "
             "past the end.",
         )
+        loader.add_option(
+            "cassette_replay_timing",
+            str,
+            os.environ.get("CASSETTE_REPLAY_TIMING", "none"),
+            "How a replayed stream (SSE, NDJSON) is paced: none sends all its events at once; recorded waits the "
+            "recorded time before each event; a number is a speed factor (2 = twice as fast, 0.5 = half as fast). "
+            "Defaults to $CASSETTE_REPLAY_TIMING, else none.",
+        )
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -182,6 +198,11 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "cassette_replay_timing" in updated:
+            try:
+                self.replay_speed = parse_replay_timing(opts.cassette_replay_timing)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.
@@ -201,6 +222,8 @@ class Cassette:
         store.write_atomic(Path(ctx.options.cassette_ready_file), json.dumps(ready).encode())
 
     def done(self) -> None:
+        with self.writing:
+            self.writing.wait_for(lambda: self.writes_in_flight == 0, timeout=30)
         if ctx.options.cassette_report:
             self.report.write(Path(ctx.options.cassette_report))
 
@@ -242,7 +265,7 @@ class Cassette:
                 self._answer_unusable_cassette(flow, path, e)
                 return
             if cassette is not None:
-                self._replay(flow, cassette, relative.as_posix())
+                await self._replay(flow, cassette, relative.as_posix())
                 return
         if mode == "replay":
             self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
@@ -259,6 +282,8 @@ class Cassette:
             },
             existed=path.exists(),
         )
+        # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
+        req.headers["accept-encoding"] = "identity"
         self.report.upstream += 1
 
     def _next_in_sequence(self, key: str, first: PurePosixPath, mode: str) -> PurePosixPath:
@@ -269,13 +294,29 @@ class Cassette:
         self.sequence[key] = n
         return store.repeat_path(first, n)
 
-    def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
+    async def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
         recorded = cassette["response"]
-        body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
-        flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
+        if recorded.get("body_format") == "events" and self.replay_speed is not None:
+            await self._route_to_timed_replay(flow, recorded)
+        else:
+            body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
+            flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
+
+    async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
+        """Send the flow to the in-proxy server that plays the events at their offsets.
+
+        A response made here would reach the client in one piece; only a
+        response from a server can be streamed over time (see streaming.py).
+        """
+        await self.timed_replay.start()
+        stream = TimedStream(recorded["status"], recorded.get("headers", {}), recorded["body"], self.replay_speed)
+        req = flow.request
+        req.scheme, req.host, req.port = "http", "127.0.0.1", self.timed_replay.port
+        req.path = self.timed_replay.register(stream)
+        flow.metadata["cassette_timed_replay"] = True
 
     def _answer_miss(
         self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
@@ -300,20 +341,73 @@ class Cassette:
         self.report.errors.append({"type": "cassette_invalid", "cassette": str(path), "message": str(error)})
         log.error(message)
 
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Never buffer SSE or NDJSON (recorded, timed replay, passthrough); while recording, keep a timed copy."""
+        if flow.response is None or callable(flow.response.stream):
+            return  # another addon already transforms this stream
+        kind = stream_kind(flow.response.headers.get("content-type", ""))
+        if not kind:
+            return
+        pending = flow.metadata.get("cassette")
+        if isinstance(pending, Pending):
+            started = flow.response.timestamp_start or time.time()
+            recorder = StreamRecorder(
+                kind, started, on_complete=lambda rec, first: self._save_stream(flow, pending, rec, first)
+            )
+            flow.response.stream = flow.metadata["cassette_stream"] = recorder
+        else:
+            flow.response.stream = True
+
     async def response(self, flow: http.HTTPFlow) -> None:
         pending = flow.metadata.get("cassette")
-        if not isinstance(pending, Pending) or flow.response is None:
+        if not isinstance(pending, Pending) or flow.response is None or "cassette_stream" in flow.metadata:
+            return  # a stream is saved by its recorder
+        body = store.body_fields(
+            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
+        )
+        writing = self._save(flow, pending, body)
+        if writing and (failure := await writing):
+            flow.response.headers["x-cassette-error"] = failure
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A recorded stream cut off before it was complete: no cassette, and an error in the report."""
+        pending = flow.metadata.get("cassette")
+        recorder = flow.metadata.get("cassette_stream")
+        if not isinstance(pending, Pending) or recorder is None or recorder.saved_events is not None:
             return
+        reason = (
+            f"cassette not saved: the stream from {pending.request['url']} was cut off before its end "
+            f"({flow.error.msg if flow.error else 'no reason given'})"
+        )
+        self.report.errors.append({"type": "stream_incomplete", "cassette": pending.relative, "message": reason})
+        log.warning(reason)
+
+    def _save_stream(self, flow: http.HTTPFlow, pending: Pending, recorder: StreamRecorder, first: bool) -> None:
+        """Called by the recorder, inside mitmproxy's stream handling, once the stream is complete."""
+        content_encoding = flow.response.headers.get("content-encoding", "identity").lower()
+        body = None
+        if content_encoding == "identity":
+            with contextlib.suppress(UnicodeDecodeError):
+                body = store.events_fields(recorder.events())
+        if body is None:
+            # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
+            try:
+                data = encoding.decode(recorder.body, content_encoding)
+            except ValueError:
+                data = recorder.body
+            body = store.body_fields(data, flow.response.headers.get("content-type", ""))
+        self._save(flow, pending, body, count=first)
+
+    def _save(self, flow: http.HTTPFlow, pending: Pending, body: dict, count: bool = True) -> asyncio.Future | None:
+        """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
         if not 200 <= status < 300:
             log.warning(f"cassette not saved: upstream answered {status} for {pending.request['url']}")
-            return
+            return None
         response = {
             "status": status,
             "headers": store.stored_headers(list(flow.response.headers.items(multi=True))),
-            **store.body_fields(
-                flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
-            ),
+            **body,
         }
         cassette = store.new_cassette(
             pending.key,
@@ -321,22 +415,39 @@ class Cassette:
             response,
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
         )
+        with self.writing:
+            self.writes_in_flight += 1
+        return asyncio.get_running_loop().run_in_executor(None, self._write, pending, cassette, count)
+
+    def _write(self, pending: Pending, cassette: dict, count: bool) -> str | None:
+        """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker thread.
+
+        It counts itself, and `done()` waits for it, because a proxy stopped
+        right after a client's last read (a test suite ending) cancels the
+        hooks still awaiting: the report must still include the cassette.
+        """
         try:
-            stored = await asyncio.to_thread(redact.redact, cassette, self.redact_rules)
-            await asyncio.to_thread(store.write_atomic, pending.path, store.dumps(stored))
+            store.write_atomic(pending.path, store.dumps(redact.redact(cassette, self.redact_rules)))
         except OSError as e:
             reason = f"cassette not saved to {pending.path}: {e.strerror or e}"
-            flow.response.headers["x-cassette-error"] = reason
-            self.report.errors.append(
-                {"type": "cassette_write_failed", "cassette": pending.relative, "message": reason}
-            )
             log.error(reason)
-            return
-        if pending.existed:
-            self.report.overwritten += 1
+            with self.writing:  # worker threads share the report: count under the lock
+                self.report.errors.append(
+                    {"type": "cassette_write_failed", "cassette": pending.relative, "message": reason}
+                )
+            return reason
         else:
-            self.report.recorded += 1
-        self.report.cassettes_used.add(pending.relative)
+            with self.writing:
+                if count and pending.existed:
+                    self.report.overwritten += 1
+                elif count:
+                    self.report.recorded += 1
+                self.report.cassettes_used.add(pending.relative)
+            return None
+        finally:
+            with self.writing:
+                self.writes_in_flight -= 1
+                self.writing.notify_all()
 
 
 addons = [Cassette()]

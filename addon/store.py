@@ -103,13 +103,15 @@ def body_fields(body: bytes, content_type: str) -> dict:
 
 
 def decode_body(body_format: str, body: Any) -> bytes:
-    """The bytes a stored body stands for."""
+    """The bytes a stored body stands for; a streamed body (`events`) is its events' texts joined."""
     if body_format == "json":
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
     if body_format == "text":
         return body.encode("utf-8")
     if body_format == "base64":
         return base64.b64decode(body)
+    if body_format == "events":
+        return "".join(event["text"] for event in body).encode("utf-8")
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
@@ -154,7 +156,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-BODY_FORMATS = frozenset({"json", "text", "base64"})
+BODY_FORMATS = frozenset({"json", "text", "base64", "events"})
 
 _REQUIRED = {
     "key": str,
@@ -190,6 +192,8 @@ def load(path: Path) -> dict:
         raise CassetteError(path, "response.headers must be an object of strings")
     if response.get("body_format", "text") not in BODY_FORMATS:
         raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
+    if response.get("body_format") == "events" and not _valid_events(response.get("body")):
+        raise CassetteError(path, 'response.body must be a list of {"ms": <int ≥ 0>, "text": <str>} events')
     return cassette
 
 
@@ -201,3 +205,18 @@ def default_dir() -> Path:
 def cassette_files(root: Path) -> list[Path]:
     """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
     return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))
+
+def events_fields(events: list[dict]) -> dict:
+    """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line."""
+    return {"body_format": "events", "body": events}
+
+
+def _valid_events(body: Any) -> bool:
+    return isinstance(body, list) and all(
+        isinstance(e, dict)
+        and isinstance(e.get("text"), str)
+        and isinstance(e.get("ms"), int)
+        and not isinstance(e.get("ms"), bool)
+        and e["ms"] >= 0
+        for e in body
+    )

@@ -13,6 +13,17 @@ Request headers steer it: `x-fake-status: 429` answers that status (with
 prefixes the echo with the request count (different answers to identical requests).
 An embeddings request with `dimensions` gets real-shaped vectors: that many values,
 packed as base64 float32 when `encoding_format` is base64 (the openai SDK's default).
+
+A request with `"stream": true` gets a stream shaped like the real API's:
+OpenAI chat (`data:` lines, a usage chunk with `stream_options.include_usage`,
+then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
+`data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`). Stream
+headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
+lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
+(no end of message), `x-fake-hold-open: 2` keeps the connection open that long
+after the last event, `x-fake-stream-error: 1` ends the stream with the API's
+in-stream error (Anthropic `error` event, Ollama `{"error"}` line, OpenAI chat
+without `[DONE]`). A client that accepts gzip gets a gzip stream, as from a real API.
 """
 
 import argparse
@@ -24,6 +35,7 @@ import ssl
 import struct
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -91,6 +103,123 @@ def embeddings(body: dict) -> dict:
     }
 
 
+def words(text: str) -> list[str]:
+    """The pieces a stream sends: words with their following space, so joining them gives the text back."""
+    parts = text.split(" ")
+    return [part + " " for part in parts[:-1]] + [parts[-1]]
+
+
+def sse(data: dict | str, event: str | None = None) -> str:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
+
+
+def openai_chat_stream(body: dict, text: str, error: bool) -> list[str]:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1700000000, "model": body.get("model")}
+    usage = (body.get("stream_options") or {}).get("include_usage")
+    extra = {"usage": None} if usage else {}
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        return sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in words(text)]
+    if error:
+        return events  # cut short: no finish_reason, no [DONE]
+    events.append(chunk({}, "stop"))
+    if usage:
+        n = len(text.split())
+        events.append(
+            sse({**base, "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n, "total_tokens": 5 + n}})
+        )
+    return [*events, sse("[DONE]")]
+
+
+def responses_stream(body: dict, text: str) -> list[str]:
+    n = len(text.split())
+    response = {"id": "resp_fake", "object": "response", "created_at": 1700000000, "model": body.get("model"),
+                "status": "in_progress", "output": [], "usage": None}  # fmt: skip
+    item = {"id": "msg_fake", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done_part = {**part, "text": text}
+    done_item = {**item, "status": "completed", "content": [done_part]}
+    usage = {"input_tokens": 5, "output_tokens": n, "total_tokens": 5 + n,
+             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+    steps = [
+        ("response.created", {"response": response}),
+        ("response.in_progress", {"response": response}),
+        ("response.output_item.added", {"output_index": 0, "item": item}),
+        ("response.content_part.added", {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "part": part}),
+        *(
+            (
+                "response.output_text.delta",
+                {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "delta": piece},
+            )
+            for piece in words(text)
+        ),
+        ("response.output_text.done", {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "text": text}),
+        (
+            "response.content_part.done",
+            {"item_id": "msg_fake", "output_index": 0, "content_index": 0, "part": done_part},
+        ),
+        ("response.output_item.done", {"output_index": 0, "item": done_item}),
+        (
+            "response.completed",
+            {"response": {**response, "status": "completed", "output": [done_item], "usage": usage}},
+        ),
+    ]
+    return [sse({"type": name, "sequence_number": i, **data}, name) for i, (name, data) in enumerate(steps)]
+
+
+def anthropic_stream(body: dict, text: str, error: bool) -> list[str]:
+    message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
+    events = [
+        sse({"type": "message_start", "message": message}, "message_start"),
+        sse(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        ),
+        sse({"type": "ping"}, "ping"),
+    ]
+    if error:
+        return [
+            *events,
+            sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error"),
+        ]
+    events += [
+        sse(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+            "content_block_delta",
+        )
+        for piece in words(text)
+    ]
+    return [
+        *events,
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": len(text.split())},
+            },
+            "message_delta",
+        ),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+
+
+def ollama_stream(body: dict, text: str, error: bool) -> list[str]:
+    base = {"model": body.get("model"), "created_at": "2024-01-01T00:00:00Z"}
+    lines = [{**base, "message": {"role": "assistant", "content": piece}, "done": False} for piece in words(text)]
+    if error:
+        lines.append({"error": "fake upstream: model runner stopped"})
+    else:
+        lines.append({**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
+                      "prompt_eval_count": 5, "eval_count": len(text.split())})  # fmt: skip
+    return [json.dumps(line) + "\n" for line in lines]
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -139,7 +268,16 @@ class Handler(BaseHTTPRequestHandler):
         if self.headers.get("x-fake-numbered"):
             text = f"#{count} {text}"
         path = self.path.split("?", 1)[0]
-        if path.endswith("/chat/completions"):
+        error = self.headers.get("x-fake-stream-error") == "1"
+        if isinstance(body, dict) and body.get("stream") is True and path.endswith("/chat/completions"):
+            self.send_stream(openai_chat_stream(body, text, error), "text/event-stream", count)
+        elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/responses"):
+            self.send_stream(responses_stream(body, text), "text/event-stream", count)
+        elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/messages"):
+            self.send_stream(anthropic_stream(body, text, error), "text/event-stream", count)
+        elif path == "/api/chat" and isinstance(body, dict) and body.get("stream", True):
+            self.send_stream(ollama_stream(body, text, error), "application/x-ndjson", count)
+        elif path.endswith("/chat/completions"):
             self.send_json(200, openai_chat(body, text), count)
         elif path.endswith("/messages"):
             self.send_json(200, anthropic_message(body, text), count)
@@ -147,6 +285,44 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, embeddings(body), count)
         else:
             self.send_json(200, {"path": path, "method": self.command, "echo": raw.decode("utf-8", "replace")}, count)
+
+    def send_stream(self, events: list[str], content_type: str, count: int):
+        """Send events as chunks over time, the way an API streams tokens (see the module docstring)."""
+        gap = float(self.headers.get("x-fake-event-gap") or 0)
+        break_after = int(self.headers.get("x-fake-break-after") or 0)
+        hold_open = float(self.headers.get("x-fake-hold-open") or 0)
+        if self.headers.get("x-fake-crlf") == "1":
+            events = [event.replace("\n", "\r\n") for event in events]
+        gzip = "gzip" in (self.headers.get("accept-encoding") or "")
+        compressor = zlib.compressobj(wbits=31)
+        self.send_response(200)
+        self.send_header("content-type", content_type)
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("x-fake-count", str(count))
+        if gzip:
+            self.send_header("content-encoding", "gzip")
+        self.end_headers()
+        self.wfile.flush()
+        for i, event in enumerate(events):
+            if i and gap:
+                time.sleep(gap)
+            if break_after and i == break_after:
+                self.close_connection = True
+                self.connection.shutdown(2)  # SHUT_RDWR: drop mid-stream, with no end-of-body chunk
+                return
+            data = event.encode()
+            if gzip:
+                data = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        if hold_open:
+            time.sleep(hold_open)
+        if gzip:
+            tail = compressor.flush()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(tail), tail))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def send_json(self, status: int, payload: dict, count: int = 0, extra: dict | None = None):
         data = json.dumps(payload).encode()

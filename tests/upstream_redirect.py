@@ -12,7 +12,7 @@ class UpstreamRedirect:
         loader.add_option("fake_upstream", str, "", "scheme://127.0.0.1:port that every forwarded request goes to.")
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if flow.response or flow.error or not ctx.options.fake_upstream:
+        if flow.response or flow.error or not ctx.options.fake_upstream or flow.metadata.get("cassette_timed_replay"):
             return
         scheme, address = ctx.options.fake_upstream.split("://", 1)
         host, port = address.rsplit(":", 1)
