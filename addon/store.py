@@ -206,6 +206,7 @@ def cassette_files(root: Path) -> list[Path]:
     """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
     return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))
 
+
 def events_fields(events: list[dict]) -> dict:
     """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line."""
     return {"body_format": "events", "body": events}
