@@ -31,30 +31,13 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 from cassette_proxy import __version__, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
+from cassette_proxy.scope import DEFAULT_HOSTS
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
 
 log = logging.getLogger("cassette")
-
-MODES = ("replay", "record", "update", "off")
-
-DEFAULT_HOSTS = (
-    "api.openai.com",
-    "api.anthropic.com",
-    "generativelanguage.googleapis.com",
-    "*.openai.azure.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "api.together.xyz",
-    "api.together.ai",
-    "api.deepseek.com",
-    "openrouter.ai",
-    "api.x.ai",
-    "api.fireworks.ai",
-    "api.cohere.com",
-    "api.cohere.ai",
-)
 
 DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 
