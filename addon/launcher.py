@@ -276,8 +276,11 @@ class RunningProxy:
     def log_path(self) -> Path:
         return self.private / "mitmdump.log"
 
-    def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """`environ` plus what every common runtime needs to go through this proxy and trust it."""
+    def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
+        """`environ` plus what every common runtime needs to go through this proxy and trust it.
+
+        With `base_urls`, also the reverse listeners' `NAME_BASE_URL` variables (the zero-CA route).
+        """
         env = dict(environ)
         env.update(dict.fromkeys(PROXY_VARIABLES, self.url))
         env["NO_PROXY"] = env["no_proxy"] = no_proxy_value(
@@ -285,12 +288,15 @@ class RunningProxy:
         )
         env.update(dict.fromkeys(CA_VARIABLES, str(self.ca_bundle)))
         env["NODE_USE_ENV_PROXY"] = "1"
-        env["NODE_OPTIONS"] = " ".join(filter(None, (environ.get("NODE_OPTIONS"), _node_require(NODE_PRELOAD))))
+        preload = _node_require(NODE_PRELOAD)
+        node_options = environ.get("NODE_OPTIONS", "")
+        env["NODE_OPTIONS"] = node_options if preload in node_options else f"{node_options} {preload}".strip()
         env["CASSETTE_NODE_NOTICE"] = str(self.private / "node-notice")
         env["CASSETTE_MODE"] = self.settings.mode
         env["CASSETTE_PROXY_URL"] = self.url
-        for reverse in self.settings.reverse:
-            env[reverse.env_name] = self.base_urls[reverse.name]
+        if base_urls:
+            for reverse in self.settings.reverse:
+                env[reverse.env_name] = self.base_urls[reverse.name]
         return env
 
     def exports(self, environ: Mapping[str, str]) -> str:

@@ -43,6 +43,9 @@ def state_file() -> Path:
     return folder / "serve.env"
 
 
+STATE_HEADER = "# cassette serve pid "
+
+
 class _Stop(Exception):
     pass
 
@@ -55,18 +58,20 @@ def serve(args: argparse.Namespace) -> int:
     proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
     state = state_file()
     exports = proxy.exports(os.environ)
-    state.write_text(f"# cassette serve pid {os.getpid()}\n{exports}")
+    state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
     previous = signal.signal(signal.SIGTERM, _raise_stop)
-    print(exports, end="", flush=True)
-    print(f'cassette: serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; '
-          "Ctrl-C stops", file=sys.stderr, flush=True)  # fmt: skip
+    print(exports, end="")
+    print(
+        f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',
+        flush=True,
+    )
     try:
         _follow_log(proxy)
     except (KeyboardInterrupt, _Stop):
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if state.exists() and state.read_text().startswith(f"# cassette serve pid {os.getpid()}\n"):
+        if state.exists() and state.read_text().startswith(f"{STATE_HEADER}{os.getpid()}\n"):
             state.unlink()
         report = proxy.stop()
     print(launcher.summary(report), file=sys.stderr)
@@ -90,10 +95,11 @@ def _follow_log(proxy: launcher.RunningProxy) -> None:
 def env(args: argparse.Namespace) -> int:
     state = state_file()
     text = state.read_text() if state.exists() else ""
-    pid = int(text.split()[3]) if text.startswith("# cassette serve pid ") else 0
-    if not pid or not _alive(pid):
+    header, _, exports = text.partition("\n")
+    pid = header.removeprefix(STATE_HEADER)
+    if not header.startswith(STATE_HEADER) or not pid.isdigit() or not _alive(int(pid)):
         raise launcher.LauncherError("no `cassette serve` is running for this user; start one with `cassette serve`")
-    print(text.split("\n", 1)[1], end="")
+    print(exports, end="")
     return 0
 
 
