@@ -1,9 +1,9 @@
-"""Run mitmdump with the cassette addon, and wire a client environment to it.
+"""Run mitmdump with the cassette addon: find it, start it, wait for it, stop it.
 
 The one place that knows how to start the proxy (a free port, a private
-confdir, the ready file), how to stop it, and what a test process needs in its
-environment to go through it, whatever its runtime. `cassette run`, `cassette
-serve` and the pytest plugin all start the proxy through `start()`.
+confdir, the ready file) and how to stop it; `cassette run`, `cassette serve`
+and the pytest plugin all start it through `start()`. What a client process
+needs in its environment to use it is in client_env.py.
 
 No mitmproxy import here: mitmdump runs from its own environment (mitmproxy pins
 h11 below what current SDKs need), found by `find_mitmdump()`.
@@ -19,7 +19,6 @@ import shlex
 import shutil
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -29,34 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .client_env import client_environment, write_ca_bundle
 from .modes import DEFAULT_MODE, MODES
 from .scope import DEFAULT_HOSTS
 
 ADDON = Path(__file__).with_name("cassette.py")
-NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 
 MITMDUMP_VARIABLE = "CASSETTE_MITMDUMP"
 EXTRA_ARGS_VARIABLE = "CASSETTE_MITMDUMP_ARGS"
 """Extra mitmdump arguments (shell words), e.g. another `-s addon.py`; the flag `--mitmdump-arg` adds more."""
-
-PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
-CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
-LOOPBACK = ("localhost", "127.0.0.1", "::1")
-"""Always in NO_PROXY: the reverse listeners live there, and a suite's own local servers must not be intercepted."""
-
-SYSTEM_CA_BUNDLES = (
-    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine
-    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
-    "/etc/ssl/ca-bundle.pem",  # openSUSE
-    "/etc/ssl/cert.pem",  # macOS, BSD
-)
 
 KNOWN_REVERSE = {"openai": ("OPENAI_BASE_URL", "/v1"), "anthropic": ("ANTHROPIC_BASE_URL", "")}
 """`--reverse NAME=URL` names whose SDKs read a base-URL variable, and the path their base URL must end in."""
 
 PORT_ATTEMPTS = 5
 READY_TIMEOUT = 60.0
-_PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 
 
 class LauncherError(Exception):
@@ -65,7 +51,7 @@ class LauncherError(Exception):
 
 @dataclass(frozen=True)
 class Reverse:
-    """A reverse-mode listener: clients set `env_name` to `base_url` instead of trusting a CA."""
+    """A reverse-mode listener for `origin`: clients find it through `env_name` instead of proxy variables and a CA."""
 
     name: str
     origin: str
@@ -189,63 +175,6 @@ def extra_args_from(environ: Mapping[str, str]) -> list[str]:
     return shlex.split(environ.get(EXTRA_ARGS_VARIABLE, ""))
 
 
-def no_proxy_value(existing: str, controlled: Sequence[str]) -> str:
-    """NO_PROXY without the entries that would let cassette-controlled traffic skip the proxy, plus loopback."""
-    kept = []
-    for entry in [*existing.replace(" ", "").split(","), *LOOPBACK]:
-        if entry and entry not in kept and not _bypasses(entry, controlled):
-            kept.append(entry)
-    return ",".join(kept)
-
-
-def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
-    """Whether a NO_PROXY entry (`*`, `.example.com`, `example.com[:port]`) covers a controlled host."""
-    if entry == "*":
-        return True
-    domain = entry.lower().lstrip("*").lstrip(".")
-    if domain.count(":") == 1:
-        domain = domain.split(":")[0]
-    for pattern in controlled:
-        if pattern == "*":
-            if domain not in LOOPBACK:
-                return True
-            continue
-        host = pattern.replace("*", "x")
-        if host == domain or host.endswith("." + domain):
-            return True
-    return False
-
-
-def system_ca_bundle() -> Path | None:
-    paths = ssl.get_default_verify_paths()
-    for candidate in (paths.cafile, paths.openssl_cafile, *SYSTEM_CA_BUNDLES):
-        if candidate and Path(candidate).is_file():
-            return Path(candidate)
-    return None
-
-
-def write_ca_bundle(destination: Path, proxy_ca: Path, environ: Mapping[str, str]) -> Path:
-    """The system's CAs, those the environment already trusts, and the proxy's CA, each once.
-
-    The proxy's CA alone would break every HTTPS call that does not go through
-    the proxy; dropping the CA files a CI image exports (a corporate CA) would
-    break the calls that needed them.
-    """
-    sources = [system_ca_bundle(), *(environ.get(name) for name in CA_VARIABLES), proxy_ca]
-    certificates: dict[bytes, None] = {}
-    for source in sources:
-        if source and Path(source).is_file():
-            for pem in _PEM.findall(Path(source).read_bytes()):
-                certificates.setdefault(pem.strip(), None)
-    destination.write_bytes(b"\n".join(certificates) + b"\n")
-    return destination
-
-
-def _node_require(path: Path) -> str:
-    escaped = str(path).replace("\\", "\\\\").replace('"', '\\"')
-    return f'--require "{escaped}"'
-
-
 class RunningProxy:
     """A started mitmdump: its addresses, the client environment for it, and how to stop it."""
 
@@ -255,8 +184,6 @@ class RunningProxy:
         self.settings = settings
         self.private = private
         self.process = process
-        self.ready = ready
-        self.pid = process.pid
         regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
         self.url = f"http://127.0.0.1:{regular[0]['port']}"
         self.base_urls = {}
@@ -266,7 +193,6 @@ class RunningProxy:
         self.ca_bundle = write_ca_bundle(
             private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
         )
-        self.report: dict | None = None
 
     @property
     def report_path(self) -> Path:
@@ -277,27 +203,16 @@ class RunningProxy:
         return self.private / "mitmdump.log"
 
     def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
-        """`environ` plus what every common runtime needs to go through this proxy and trust it.
-
-        With `base_urls`, also the reverse listeners' `NAME_BASE_URL` variables (the zero-CA route).
-        """
-        env = dict(environ)
-        env.update(dict.fromkeys(PROXY_VARIABLES, self.url))
-        env["NO_PROXY"] = env["no_proxy"] = no_proxy_value(
-            ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy")))), self.settings.controlled_hosts()
+        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables."""
+        return client_environment(
+            environ,
+            proxy_url=self.url,
+            ca_bundle=self.ca_bundle,
+            controlled_hosts=self.settings.controlled_hosts(),
+            mode=self.settings.mode,
+            notice_file=self.private / "node-notice",
+            base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
         )
-        env.update(dict.fromkeys(CA_VARIABLES, str(self.ca_bundle)))
-        env["NODE_USE_ENV_PROXY"] = "1"
-        preload = _node_require(NODE_PRELOAD)
-        node_options = environ.get("NODE_OPTIONS", "")
-        env["NODE_OPTIONS"] = node_options if preload in node_options else f"{node_options} {preload}".strip()
-        env["CASSETTE_NODE_NOTICE"] = str(self.private / "node-notice")
-        env["CASSETTE_MODE"] = self.settings.mode
-        env["CASSETTE_PROXY_URL"] = self.url
-        if base_urls:
-            for reverse in self.settings.reverse:
-                env[reverse.env_name] = self.base_urls[reverse.name]
-        return env
 
     def exports(self, environ: Mapping[str, str]) -> str:
         """Shell `export` lines for what client_env() changes: `eval "$(cassette env)"`."""
@@ -314,10 +229,9 @@ class RunningProxy:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if self.report_path.exists():
-            self.report = json.loads(self.report_path.read_text())
+        report = json.loads(self.report_path.read_text()) if self.report_path.exists() else None
         shutil.rmtree(self.private, ignore_errors=True)
-        return self.report
+        return report
 
 
 def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> list[str]:
@@ -395,35 +309,3 @@ def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict 
     process.kill()
     process.wait()
     raise LauncherError(f"mitmdump not ready after {READY_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
-
-
-def summary(report: dict | None) -> str:
-    """One line for the end of a run, plus one line per miss."""
-    if report is None:
-        return "cassette: no run report (the proxy did not shut down cleanly)"
-    counts = report["counts"]
-    line = (
-        f"cassette: {report['mode']}: {counts['hits']} hits, {counts['misses']} misses, {counts['recorded']} recorded, "
-        f"{counts['upstream']} upstream, {counts['passthrough']} passthrough"
-    )
-    if counts["errors"]:
-        line += f", {counts['errors']} errors"
-    lines = [line]
-    lines += [f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})" for m in report["misses"]]
-    lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in report["errors"]]
-    return "\n".join(lines)
-
-
-def strict_failures(report: dict | None) -> list[str]:
-    """What `--strict` fails on even when the suite swallowed it: misses, errors, upstream calls in replay."""
-    if report is None:
-        return ["no run report"]
-    counts = report["counts"]
-    failures = []
-    if counts["misses"]:
-        failures.append(f"{counts['misses']} misses")
-    if counts["errors"]:
-        failures.append(f"{counts['errors']} errors")
-    if report["mode"] == "replay" and counts["upstream"]:
-        failures.append(f"{counts['upstream']} upstream requests in replay mode")
-    return failures

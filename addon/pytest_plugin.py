@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from . import launcher
+from . import launcher, summary
 from .modes import MODES
 
 PROXY = pytest.StashKey[launcher.RunningProxy]()
@@ -111,17 +111,7 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     reports = config.stash.get(REPORTS, [])
     if reports:
-        terminalreporter.write_line(launcher.summary(merged(reports)))
-
-
-def merged(reports: list[dict]) -> dict:
-    """One report for several proxies (xdist workers): counts added up, misses and errors listed together."""
-    return {
-        "mode": reports[0]["mode"],
-        "counts": {name: sum(r["counts"][name] for r in reports) for name in reports[0]["counts"]},
-        "misses": [miss for r in reports for miss in r["misses"]],
-        "errors": [error for r in reports for error in r["errors"]],
-    }
+        terminalreporter.write_line(summary.summary(summary.merged(reports)))
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 
-from . import launcher
+from . import launcher, summary
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -35,17 +35,23 @@ def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
+    for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
+        signal.signal(sig, _exit_on_signal)
     proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
     try:
         status = _run_command(command, proxy.client_env(os.environ))
     finally:
         report = proxy.stop()
-    print(launcher.summary(report), file=sys.stderr)
-    failures = launcher.strict_failures(report) if args.strict else []
+    print(summary.summary(report), file=sys.stderr)
+    failures = summary.strict_failures(report) if args.strict else []
     if failures:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
         return status or 1
     return status
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _run_command(command: list[str], env: dict[str, str]) -> int:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import launcher
+from . import launcher, summary
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +74,7 @@ def serve(args: argparse.Namespace) -> int:
         if state.exists() and state.read_text().startswith(f"{STATE_HEADER}{os.getpid()}\n"):
             state.unlink()
         report = proxy.stop()
-    print(launcher.summary(report), file=sys.stderr)
+    print(summary.summary(report), file=sys.stderr)
     return 0 if proxy.process.returncode in (0, -signal.SIGTERM) else 1
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from cassette_command import CASSETTE, cassette, chat_command, redirect_args
-from cassette_proxy import launcher
+from cassette_proxy import client_env, launcher
 from harness import SYSTEM_CA_BUNDLE, mitmdump_path
 
 
@@ -166,7 +166,7 @@ def test_ca_bundle_holds_system_exported_and_proxy_cas_once(tmp_path, upstream_c
         "NODE_EXTRA_CA_CERTS": str(corporate),
         "REQUESTS_CA_BUNDLE": "/nonexistent",
     }
-    bundle = launcher.write_ca_bundle(tmp_path / "bundle.pem", proxy_ca, environ).read_text()
+    bundle = client_env.write_ca_bundle(tmp_path / "bundle.pem", proxy_ca, environ).read_text()
     corporate_pem = corporate.read_text().strip()
     assert bundle.count(corporate_pem) == 1
     assert bundle.rstrip().endswith("PROXY\n-----END CERTIFICATE-----")
@@ -188,7 +188,7 @@ def test_ca_bundle_holds_system_exported_and_proxy_cas_once(tmp_path, upstream_c
     ],
 )
 def test_no_proxy_loses_the_entries_covering_controlled_hosts(existing, hosts, expected):
-    assert launcher.no_proxy_value(existing, hosts) == expected
+    assert client_env.no_proxy_value(existing, hosts) == expected
 
 
 def test_serve_prints_the_environment_that_env_repeats(tmp_path, https_upstream):
