@@ -229,3 +229,29 @@ def test_serve_prints_the_environment_that_env_repeats(tmp_path, https_upstream)
     gone = subprocess.run([CASSETTE, "env"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert gone.returncode == 2
     assert "no `cassette serve` is running" in gone.stderr
+
+
+def test_sigterm_reaches_the_command_and_the_proxy_is_stopped(tmp_path):
+    """CI cancelling a job sends SIGTERM: the suite gets it, and no mitmdump is left behind."""
+    script = (
+        "import json, os, pathlib, sys, time\n"
+        "ready = pathlib.Path(os.environ['SSL_CERT_FILE']).with_name('ready.json')\n"
+        "print(json.loads(ready.read_text())['pid'], flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    env = {name: value for name, value in os.environ.items() if name != "CASSETTE_MODE"}
+    run = subprocess.Popen(
+        [CASSETTE, "run", "--", sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    mitmdump_pid = int(run.stdout.readline())
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 128 + signal.SIGTERM
+    assert "cassette: replay: 0 hits" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(mitmdump_pid, 0)
