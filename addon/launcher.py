@@ -308,4 +308,8 @@ def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict 
         time.sleep(0.02)
     process.kill()
     process.wait()
-    raise LauncherError(f"mitmdump not ready after {READY_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
+    raise LauncherError(
+        f"mitmdump not ready after {READY_TIMEOUT:.0f} s: the cassette addon never reported its addresses "
+        "(mitmproxy silently skips options after a badly typed or repeated --set in the extra arguments):\n"
+        + log.read_text(errors="replace")
+    )

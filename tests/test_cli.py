@@ -52,6 +52,24 @@ def test_mode_flag_beats_cassette_mode_variable(tmp_path, https_upstream):
     assert cassette_files(tmp_path / "cassettes") == []
 
 
+def test_a_mode_overridden_behind_the_launcher_is_refused(tmp_path):
+    """Another addon (or a config file) must not silently change the mode asked for."""
+    other = tmp_path / "force_record.py"
+    other.write_text(
+        "from mitmproxy import ctx\n"
+        "class ForceRecord:\n"
+        "    def configure(self, updated):\n"
+        "        if ctx.options.cassette_mode != 'record':\n"
+        "            ctx.options.update(cassette_mode='record')\n"
+        "addons = [ForceRecord()]\n"
+    )
+    args = ["--mode", "replay", "--mitmdump-arg=-s", f"--mitmdump-arg={other}"]
+    result = cassette("run", *args, "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "mitmdump runs in mode 'record', not the 'replay' asked for" in result.stderr
+    assert "ran" not in result.stdout
+
+
 def test_misspelled_mode_is_refused_before_anything_runs(tmp_path):
     result = cassette("run", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path, env={"CASSETTE_MODE": "recrod"})
     assert result.returncode == 2
