@@ -111,7 +111,7 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     reports = config.stash.get(REPORTS, [])
     if reports:
-        terminalreporter.write_line(summary.summary(summary.merged(reports)))
+        terminalreporter.write_line(summary.text(summary.merged(reports)))
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         status = _run_command(command, proxy.client_env(os.environ))
     finally:
         report = proxy.stop()
-    print(summary.summary(report), file=sys.stderr)
+    print(summary.text(report), file=sys.stderr)
     failures = summary.strict_failures(report) if args.strict else []
     if failures:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)

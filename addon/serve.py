@@ -46,35 +46,30 @@ def state_file() -> Path:
 STATE_HEADER = "# cassette serve pid "
 
 
-class _Stop(Exception):
-    pass
-
-
-def _raise_stop(signum, frame) -> None:
-    raise _Stop
-
-
 def serve(args: argparse.Namespace) -> int:
-    proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
     state = state_file()
-    exports = proxy.exports(os.environ)
-    state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
-    print(exports, end="")
-    print(
-        f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',
-        flush=True,
-    )
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops cleanly, like Ctrl-C
     try:
+        proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    try:
+        exports = proxy.exports(os.environ)
+        state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
+        print(exports, end="")
+        print(
+            f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',
+            flush=True,
+        )
         _follow_log(proxy)
-    except (KeyboardInterrupt, _Stop):
+    except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
         if state.exists() and state.read_text().startswith(f"{STATE_HEADER}{os.getpid()}\n"):
             state.unlink()
         report = proxy.stop()
-    print(summary.summary(report), file=sys.stderr)
+    print(summary.text(report), file=sys.stderr)
     return 0 if proxy.process.returncode in (0, -signal.SIGTERM) else 1
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def summary(report: dict | None) -> str:
+def text(report: dict | None) -> str:
     """One line for the end of a run, plus one line per miss."""
     if report is None:
         return "cassette: no run report (the proxy did not shut down cleanly)"
