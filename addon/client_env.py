@@ -85,6 +85,7 @@ def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
 
 
 def system_ca_bundle() -> Path | None:
+    """The machine's own CA bundle, where OpenSSL looks first, else a distribution's usual place."""
     paths = ssl.get_default_verify_paths()
     for candidate in (paths.cafile, paths.openssl_cafile, *SYSTEM_CA_BUNDLES):
         if candidate and Path(candidate).is_file():
