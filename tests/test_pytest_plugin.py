@@ -56,6 +56,16 @@ def test_records_with_cassette_mode_option_then_replays_by_default(pytester, sui
     assert suite_env.count == 1
 
 
+def test_cassette_mode_variable_records(pytester, suite_env, monkeypatch):
+    """The bug this plugin replaces: `CASSETTE_MODE=record pytest` must record."""
+    write_suite(pytester, {"greeting": "hello from the environment"})
+    monkeypatch.setenv("CASSETTE_MODE", "record")
+    recorded = pytester.runpytest_subprocess()
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["cassette: record: 0 hits, 0 misses, 1 recorded, 1 upstream, 0 passthrough"])
+    assert suite_env.count == 1
+
+
 def test_changed_prompt_fails_the_test_through_the_sdk_exception(pytester, suite_env):
     write_suite(pytester, {"greeting": "hello plugin"})
     pytester.runpytest_subprocess("--cassette-mode=record").assert_outcomes(passed=1)
