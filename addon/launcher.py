@@ -159,12 +159,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    mode = resolve_mode(args.mode, environ)
+    reverse = [parse_reverse(spec) for spec in args.reverse]
     return Settings(
         mitmdump=find_mitmdump(args.mitmdump, environ),
-        mode=resolve_mode(args.mode, environ),
+        mode=mode,
         cassette_dir=Path(args.dir or environ.get("CASSETTE_DIR") or "cassettes"),
         hosts=args.hosts,
-        reverse=[parse_reverse(spec) for spec in args.reverse],
+        reverse=reverse,
         port=getattr(args, "port", 0),
         report=Path(args.report) if args.report else None,
         extra_args=[*extra_args_from(environ), *args.mitmdump_arg],

@@ -49,12 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _settings(config: pytest.Config) -> launcher.Settings:
     folder = config.getoption("cassette_dir") or os.environ.get("CASSETTE_DIR") or config.getini("cassette_dir")
+    mode = launcher.resolve_mode(config.getoption("cassette_mode"), os.environ)
+    reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
         mitmdump=launcher.find_mitmdump(None, os.environ),
-        mode=launcher.resolve_mode(config.getoption("cassette_mode"), os.environ),
+        mode=mode,
         cassette_dir=config.rootpath / Path(folder).expanduser(),
         hosts=config.getini("cassette_hosts"),
-        reverse=[launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")],
+        reverse=reverse,
         extra_args=launcher.extra_args_from(os.environ),
     )
 

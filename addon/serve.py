@@ -37,10 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def state_file() -> Path:
-    """Where `serve` leaves its exports for `env`: a per-user folder only its owner can read."""
-    folder = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cassette-proxy-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / "serve.env"
+    """Where `serve` leaves its exports for `env`, in a per-user folder only its owner can read."""
+    return (
+        Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cassette-proxy-{os.getuid()}" / "serve.env"
+    )
 
 
 STATE_HEADER = "# cassette serve pid "
@@ -55,6 +55,7 @@ def serve(args: argparse.Namespace) -> int:
         return 128 + signal.SIGINT
     try:
         exports = proxy.exports(os.environ)
+        state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
         print(exports, end="")
         print(
