@@ -34,7 +34,9 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
+from cassette_proxy.scope import DEFAULT_HOSTS
 from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
@@ -42,25 +44,7 @@ from mitmproxy.net import encoding
 
 log = logging.getLogger("cassette")
 
-MODES = ("replay", "record", "update", "off")
 REPEATS = ("reuse", "sequence")
-
-DEFAULT_HOSTS = (
-    "api.openai.com",
-    "api.anthropic.com",
-    "generativelanguage.googleapis.com",
-    "*.openai.azure.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "api.together.xyz",
-    "api.together.ai",
-    "api.deepseek.com",
-    "openrouter.ai",
-    "api.x.ai",
-    "api.fireworks.ai",
-    "api.cohere.com",
-    "api.cohere.ai",
-)
 
 DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 

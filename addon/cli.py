@@ -1,18 +1,36 @@
-"""The `cassette` command: a thin dispatcher over the subcommand modules, each adding its own parser."""
+"""The `cassette` console command: a thin dispatcher over one module per subcommand.
+
+Each module in SUBCOMMANDS exposes `register(subparsers)`, which adds its
+parser(s) and sets `func` (args -> exit status) as a default.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 
-from . import listing, prune, review, scan, stale
+from . import listing, prune, review, run, scan, serve, stale
+from .launcher import LauncherError
 
-SUBCOMMANDS = (scan, prune, stale, review, listing)
+SUBCOMMANDS = (run, serve, scan, prune, stale, review, listing)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cassette", description="Review, clean and inspect recorded cassettes.")
-    subparsers = parser.add_subparsers(dest="command", required=True)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cassette",
+        description="Record LLM API calls once through mitmproxy, replay them from disk in CI; review the cassettes.",
+    )
+    subparsers = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except LauncherError as e:
+        print(f"cassette: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+
+import { embed, haiku, summarize } from '../app.js'
+
+// Replay needs no real key, but the SDKs refuse to start without one.
+process.env.OPENAI_API_KEY ??= 'sk-placeholder-for-replay'
+process.env.ANTHROPIC_API_KEY ??= 'sk-ant-placeholder-for-replay'
+
+test('summarize returns the model answer', async () => {
+  assert.equal(await summarize('Cassettes let CI run offline.'), 'echo: Cassettes let CI run offline.')
+})
+
+test('haiku returns the text block', async () => {
+  assert.equal(await haiku('tape reels'), 'echo: Write a haiku about tape reels.')
+})
+
+test('embed returns the vector', async () => {
+  assert.deepEqual(await embed('reel'), [0.1, 0.2, 0.3])
+})

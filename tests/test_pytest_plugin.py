@@ -1,0 +1,133 @@
+"""The pytest plugin as a user meets it: a suite in a temp folder, run by a real pytest in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from cassette_command import redirect_args
+from harness import FAKE_OPENAI_KEY
+
+pytest_plugins = ["pytester"]
+
+APP_TEST = """
+from openai import OpenAI
+
+client = OpenAI(api_key="{key}", max_retries=0)  # created at import: the proxy must already run
+
+
+def ask(prompt):
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": prompt}}])
+    return reply.choices[0].message.content
+{tests}
+"""
+ONE_TEST = """
+
+def test_{name}():
+    assert ask("{prompt}") == "echo: {prompt}"
+"""
+
+
+def write_suite(pytester: pytest.Pytester, prompts: dict[str, str]) -> None:
+    pytester.makeini("[pytest]\ncassette = true\n")
+    tests = "".join(ONE_TEST.format(name=name, prompt=prompt) for name, prompt in prompts.items())
+    pytester.makepyfile(test_app=APP_TEST.format(key=FAKE_OPENAI_KEY, tests=tests))
+
+
+@pytest.fixture
+def suite_env(monkeypatch, https_upstream):
+    """The environment of the inner pytest: forwarded traffic reaches the fake upstream, no CASSETTE_MODE."""
+    monkeypatch.delenv("CASSETTE_MODE", raising=False)
+    monkeypatch.setenv("CASSETTE_MITMDUMP_ARGS", redirect_args(https_upstream))
+    return https_upstream
+
+
+def test_records_with_cassette_mode_option_then_replays_by_default(pytester, suite_env):
+    write_suite(pytester, {"greeting": "hello plugin"})
+    recorded = pytester.runpytest_subprocess("--cassette-mode=record")
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["cassette: record: 0 hits, 0 misses, 1 recorded, 1 upstream, 0 passthrough"])
+    assert len(list((pytester.path / "cassettes").rglob("*.json"))) == 1
+
+    replayed = pytester.runpytest_subprocess()
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(["cassette: replay: 1 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough"])
+    assert suite_env.count == 1
+
+
+def test_cassette_mode_variable_records(pytester, suite_env, monkeypatch):
+    """The bug this plugin replaces: `CASSETTE_MODE=record pytest` must record."""
+    write_suite(pytester, {"greeting": "hello from the environment"})
+    monkeypatch.setenv("CASSETTE_MODE", "record")
+    recorded = pytester.runpytest_subprocess()
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["cassette: record: 0 hits, 0 misses, 1 recorded, 1 upstream, 0 passthrough"])
+    assert suite_env.count == 1
+
+
+def test_changed_prompt_fails_the_test_through_the_sdk_exception(pytester, suite_env):
+    write_suite(pytester, {"greeting": "hello plugin"})
+    pytester.runpytest_subprocess("--cassette-mode=record").assert_outcomes(passed=1)
+    write_suite(pytester, {"greeting": "hello plugin, reworded"})
+    changed = pytester.runpytest_subprocess()
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(["*openai.ConflictError*", "cassette: replay: 0 hits, 1 misses*"])
+    assert suite_env.count == 1
+
+
+def test_xdist_workers_each_run_their_own_proxy(pytester, suite_env):
+    prompts = {f"prompt_{i}": f"parallel {i}" for i in range(6)}
+    write_suite(pytester, prompts)
+    pytester.makeconftest(
+        textwrap.dedent(
+            """
+            import json, os, pathlib
+
+            def pytest_runtest_teardown(item):
+                worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+                with open(pathlib.Path(__file__).with_name("proxies.jsonl"), "a") as log:
+                    log.write(json.dumps([worker, os.environ["HTTPS_PROXY"]]) + "\\n")
+            """
+        )
+    )
+    recorded = pytester.runpytest_subprocess("-n", "2", "--cassette-mode=record")
+    recorded.assert_outcomes(passed=6)
+    recorded.stdout.fnmatch_lines(["cassette: record: 0 hits, 0 misses, 6 recorded, 6 upstream, 0 passthrough"])
+    proxies = {tuple(json.loads(line)) for line in (pytester.path / "proxies.jsonl").read_text().splitlines()}
+    workers = {worker for worker, _ in proxies}
+    assert workers == {"gw0", "gw1"}
+    assert len({url for _, url in proxies}) == 2  # one proxy per worker, each on its own port
+
+    replayed = pytester.runpytest_subprocess("-n", "2")
+    replayed.assert_outcomes(passed=6)
+    replayed.stdout.fnmatch_lines(["cassette: replay: 6 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough"])
+
+
+def test_fixtures_give_the_proxy_url_reverse_base_urls_and_a_subprocess_environment(pytester, suite_env):
+    """Without `cassette = true` the suite opts in by asking for a fixture."""
+    pytester.makepyfile(
+        test_fixtures=f"""
+        import subprocess, sys
+        import httpx
+
+        BODY = {{"model": "gpt-4o-mini", "messages": [{{"role": "user", "content": "fixtures"}}]}}
+        CHILD = f"import httpx; print(httpx.post('https://api.openai.com/v1/chat/completions', json={{BODY!r}}).json()['choices'][0]['message']['content'])"
+
+
+        def test_subprocess_goes_through_the_proxy(cassette_env, cassette_proxy_url):
+            assert cassette_env["HTTPS_PROXY"] == cassette_proxy_url
+            out = subprocess.run([sys.executable, "-c", CHILD], env=cassette_env, capture_output=True, text=True)
+            assert out.stdout.strip() == "echo: fixtures", out.stderr
+
+
+        def test_reverse_base_url_reaches_the_same_cassette(cassette_base_urls):
+            reply = httpx.post(cassette_base_urls["openai"] + "/chat/completions", json=BODY,
+                               headers={{"authorization": "Bearer {FAKE_OPENAI_KEY}"}})
+            assert reply.json()["choices"][0]["message"]["content"] == "echo: fixtures"
+            assert cassette_base_urls["anthropic"].startswith("http://127.0.0.1:")
+        """
+    )
+    result = pytester.runpytest_subprocess("--cassette-mode=record")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["cassette: record: 1 hits, 0 misses, 1 recorded, 1 upstream, 0 passthrough"])
