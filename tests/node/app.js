@@ -36,3 +36,32 @@ export async function embed (text) {
   if (!response.ok) throw new Error(`embeddings answered ${response.status}: ${await response.text()}`)
   return (await response.json()).data[0].embedding
 }
+
+// Streamed answers, read delta by delta as a chat UI would.
+export async function streamSummary (text) {
+  const openai = new OpenAI()
+  const stream = await openai.chat.completions.create({
+    model: 'gpt-4o-mini',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: 'user', content: text }]
+  })
+  let answer = ''
+  let usage
+  for await (const chunk of stream) {
+    answer += chunk.choices[0]?.delta?.content ?? ''
+    usage = chunk.usage ?? usage
+  }
+  return { text: answer, usage }
+}
+
+export async function streamHaiku (topic) {
+  const anthropic = new Anthropic()
+  const stream = anthropic.messages.stream({
+    model: 'claude-sonnet-4-6',
+    max_tokens: 200,
+    messages: [{ role: 'user', content: `Write a haiku about ${topic}.` }]
+  })
+  const message = await stream.finalMessage()
+  return { text: message.content[0].text, usage: message.usage }
+}
