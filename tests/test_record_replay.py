@@ -260,3 +260,13 @@ def test_ignored_fields_are_left_out_of_the_key(https_upstream, start_proxy):
     with proxied_httpx(proxy) as client:
         assert client.post(CHAT, json={"model": "m", "metadata": {"trace_id": "run-2"}}).status_code == 200
         assert client.post(CHAT, json={"model": "m2", "metadata": {"trace_id": "run-2"}}).status_code == 409
+
+
+def test_an_anthropic_miss_raises_at_once_with_the_cassette_error(start_proxy, client_env):
+    client_env(start_proxy(cassette_mode="replay"))
+    started = time.monotonic()
+    with pytest.raises(anthropic.ConflictError) as raised:
+        ask_anthropic("Never recorded")
+    assert time.monotonic() - started < 0.5, "the SDK retried the 409"
+    assert raised.value.body["error"]["type"] == "cassette_miss"
+    assert raised.value.body["error"]["key"] in str(raised.value)
