@@ -32,6 +32,7 @@ from cassette_proxy import __version__, store
 from cassette_proxy import miss as misses
 from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
 from cassette_proxy.report import Report
+from cassette_proxy.upstream import UpstreamGuard
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
 
@@ -76,6 +77,8 @@ class Pending:
 class Cassette:
     def __init__(self) -> None:
         self.report = Report()
+        self.upstream = UpstreamGuard(self.report)
+        self.addons = [self.upstream]
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -112,6 +115,13 @@ class Cassette:
             "Request headers that are part of the key because they change what the API does.",
         )
         loader.add_option(
+            "cassette_upstream_timeout",
+            int,
+            120,
+            "Seconds a recorded request may wait for the upstream's response headers (and for its connection); "
+            "then the client gets 504 cassette_upstream_error and nothing is saved.",
+        )
+        loader.add_option(
             "cassette_report",
             str | None,
             None,
@@ -146,6 +156,10 @@ class Cassette:
             self.hosts = tuple(h.strip().lower() for h in opts.cassette_hosts)
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+        if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
+            raise exceptions.OptionsError(
+                f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
+            )
         if "cassette_dir" in updated:
             self.root = Path(opts.cassette_dir).expanduser().resolve()
             if self.root.exists() and not self.root.is_dir():
@@ -229,6 +243,7 @@ class Cassette:
             existed=path.exists(),
         )
         self.report.upstream += 1
+        self.upstream.forward(flow)
 
     def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
         recorded = cassette["response"]

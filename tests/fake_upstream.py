@@ -9,13 +9,16 @@ carries `x-fake-count`, the number of API requests served so far; the control
 endpoint `GET /__fake__/stats` reports them without counting itself.
 
 Request headers steer it: `x-fake-status: 429` answers that status (with
-`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering.
+`retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering, `x-fake-reset: 1` sends the headers and
+part of the body, then resets the connection.
 """
 
 import argparse
 import json
 import os
+import socket
 import ssl
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,6 +114,12 @@ class Handler(BaseHTTPRequestHandler):
         delay = float(self.headers.get("x-fake-delay") or 0)
         if delay:
             time.sleep(delay)
+        if self.headers.get("x-fake-reset"):
+            self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 999\r\n\r\n{"id":')
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         forced = int(self.headers.get("x-fake-status") or 0)
         if forced:
             extra = {"retry-after": "7"} if forced == 429 else {}
