@@ -168,12 +168,17 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "listen_host" in updated and not opts.listen_host:
+            # API keys pass through in the clear: reachable from this machine only, unless --listen-host says otherwise.
+            opts.listen_host = "127.0.0.1"
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.
             opts.connection_strategy = "lazy"
 
     def running(self) -> None:
+        for stale in store.remove_stale_temp_files(self.root):
+            log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
         if not ctx.options.cassette_ready_file:
             return
         listen, seen = [], set()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -147,6 +148,24 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STALE_TEMP_SECONDS = 60
+"""A temp file older than this was left by a killed writer; younger ones may belong to a live proxy sharing the folder."""
+
+
+def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
+    """Delete the `.<name>.*.tmp` files a killed writer left behind; lookups never read them anyway."""
+    now = time.time() if now is None else now
+    removed = []
+    for tmp in root.rglob(".*.json.*.tmp") if root.is_dir() else ():
+        try:
+            if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed
 
 
 BODY_FORMATS = frozenset({"json", "text", "base64"})
