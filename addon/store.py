@@ -101,7 +101,7 @@ def body_fields(body: bytes, content_type: str) -> dict:
 def decode_body(body_format: str, body: Any) -> bytes:
     """The bytes a stored body stands for."""
     if body_format == "json":
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return _json_bytes(body)
     if body_format == "text":
         return body.encode("utf-8")
     if body_format == "base64":
@@ -130,8 +130,16 @@ def new_cassette(key: str, request: dict, response: dict, recorded_with: dict) -
     }
 
 
+def _json_bytes(value: Any, indent: int | None = None) -> bytes:
+    """UTF-8 JSON; with escapes instead when a string holds a lone surrogate (`"\\ud800"` parses to one)."""
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, indent=indent).encode("ascii")
+
+
 def dumps(cassette: dict) -> bytes:
-    return (json.dumps(cassette, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return _json_bytes(cassette, indent=2) + b"\n"
 
 
 def write_atomic(path: Path, data: bytes) -> None:

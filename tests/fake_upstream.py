@@ -94,6 +94,14 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_api(b"")
 
     def do_POST(self):
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            chunks = []
+            while size := int(self.rfile.readline().split(b";")[0], 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            self.rfile.readline()
+            self.handle_api(b"".join(chunks))
+            return
         length = int(self.headers.get("content-length") or 0)
         self.handle_api(self.rfile.read(length))
 
