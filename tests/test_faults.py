@@ -81,13 +81,6 @@ def test_untrusted_upstream_certificate_answers_502_json(start_proxy, https_upst
     assert not cassette_dir.exists() or cassette_files(cassette_dir) == []
 
 
-@pytest.fixture
-def http_upstream(tmp_path) -> Iterator[FakeUpstream]:
-    fake = FakeUpstream(tmp_path / "http-upstream").start()
-    yield fake
-    fake.stop()
-
-
 def slow_request_outcome(proxy, cassette_dir: Path) -> httpx.Response:
     """Send a request the upstream answers after 8 s, with cassette_upstream_timeout=1: bounded, nothing saved."""
     delay = 8.0
