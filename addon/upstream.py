@@ -146,7 +146,9 @@ class UpstreamGuard:
     def error(self, flow: http.HTTPFlow) -> None:
         if flow.metadata.get("cassette") is not None:  # forwarded, and not answered by give_up()
             url = flow.request.pretty_url.split("?", 1)[0]
-            message = f"upstream failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
+            message = (
+                f"forwarded request failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
+            )
             self.report.errors.append({"type": UPSTREAM_ERROR, "url": url, "message": message})
             log.error(f"{message}: {flow.request.method} {url}")
         self._settle(flow)

@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import anthropic
 import httpx
 import openai
 import pytest
 from cassette_proxy import store
-from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy, free_port
+from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy, free_port
 
 CHAT_URL = "https://api.openai.com/v1/chat/completions"
 
@@ -56,20 +57,37 @@ def assert_upstream_error(response: httpx.Response, status: int, *words: str) ->
 # --- bad upstream ------------------------------------------------------------------------------------------
 
 
-def test_refused_upstream_answers_502_json_once_without_sdk_retries(start_proxy, cassette_dir, client_env):
+def openai_call() -> None:
+    openai.OpenAI(api_key=FAKE_OPENAI_KEY).chat.completions.create(**chat_body("anyone there?"))
+
+
+def anthropic_call() -> None:
+    anthropic.Anthropic(api_key=FAKE_ANTHROPIC_KEY).messages.create(max_tokens=5, **chat_body("anyone there?"))
+
+
+@pytest.mark.parametrize(
+    ("call", "error"), [(openai_call, openai.InternalServerError), (anthropic_call, anthropic.InternalServerError)]
+)
+def test_refused_upstream_answers_502_json_once_without_sdk_retries(start_proxy, cassette_dir, client_env, call, error):
     proxy = start_proxy(fake_upstream=f"http://127.0.0.1:{free_port()}", cassette_mode="record")
     client_env(proxy)
-    client = openai.OpenAI(api_key=FAKE_OPENAI_KEY)
-    with pytest.raises(openai.InternalServerError) as raised:
-        client.chat.completions.create(**chat_body("anyone there?"))
+    with pytest.raises(error) as raised:
+        call()
     assert raised.value.status_code == 502
-    assert raised.value.body["type"] == "cassette_upstream_error"
-    assert "upstream unreachable" in raised.value.body["message"]
-    assert "nothing was saved" in raised.value.body["message"]
+    body = raised.value.body.get("error", raised.value.body)  # Anthropic's SDK keeps the envelope, OpenAI's not
+    assert body["type"] == "cassette_upstream_error"
+    assert "upstream unreachable" in body["message"]
+    assert "nothing was saved" in body["message"]
+    assert "upstream unreachable" in str(raised.value)
     report = proxy.stop()
     assert [e["type"] for e in report["errors"]] == ["cassette_upstream_error"]  # one attempt: no SDK retry
     assert not cassette_dir.exists() or cassette_files(cassette_dir) == []
     assert "upstream unreachable" in proxy.log_text()
+
+
+def test_upstream_timeout_below_one_second_is_refused_at_start(start_proxy):
+    with pytest.raises(RuntimeError, match="cassette_upstream_timeout: 0 must be a whole number of seconds above 0"):
+        start_proxy(cassette_upstream_timeout=0)
 
 
 def test_untrusted_upstream_certificate_answers_502_json(start_proxy, https_upstream, cassette_dir):
