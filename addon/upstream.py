@@ -11,8 +11,10 @@ So, for each forwarded request, `UpstreamGuard`:
 - answers 504 `cassette_upstream_error` when no response headers arrived within
   `cassette_upstream_timeout`, by handing mitmproxy that answer in place of the
   upstream's on the waiting HTTP/1 connection (which then closes);
-- counts in the run report what mitmproxy still answers itself: a connection
-  reset after the probe succeeded, a timeout on an HTTP/2 upstream connection.
+  over TLS or HTTP/2, where an addon cannot feed that answer in, it cuts the
+  upstream off at the timeout instead, and mitmproxy sends its own 502 page;
+- counts in the run report what mitmproxy answers itself, such as a connection
+  reset after the probe succeeded.
 
 Runs inside mitmdump only (it imports mitmproxy).
 """
@@ -121,14 +123,16 @@ class UpstreamGuard:
         handler = ctx.master.addons.get("proxyserver").connections.get(flow.client_conn.id)
         if flow.response or flow.error or not flow.live or handler is None:
             return
-        answer = self.give_up(flow, 504, f"no response within cassette_upstream_timeout={timeout:g} s")
+        problem = f"no response within cassette_upstream_timeout={timeout:g} s"
         if flow.server_conn.tls or flow.server_conn.alpn == b"h2":
             # mitmproxy reads the upstream's bytes through TLS and HTTP/2 layers
             # an addon cannot feed: cut the upstream off; the client gets
             # mitmproxy's own 502 page, now instead of never.
+            self.give_up(flow, 502, problem)
             event = events.ConnectionClosed(flow.server_conn)
         else:
             # mitmproxy reads this answer as the upstream's, then closes that connection.
+            answer = self.give_up(flow, 504, problem)
             answer.headers["connection"] = "close"
             event = events.DataReceived(flow.server_conn, http1.assemble_response(answer))
         task = asyncio.get_running_loop().create_task(handler.server_event(event))
