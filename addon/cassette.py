@@ -168,9 +168,6 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
-        if "listen_host" in updated and not opts.listen_host:
-            # API keys pass through in the clear: reachable from this machine only, unless --listen-host says otherwise.
-            opts.listen_host = "127.0.0.1"
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.

@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import stat
+import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
-from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, Proxy
+from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, ROOT, mitmdump_path, stop, wait_for_file
 
 SECRETS = (FAKE_OPENAI_KEY, FAKE_ANTHROPIC_KEY)
 
 
-def test_proxy_listens_on_127_0_0_1_unless_told_otherwise(tmp_path, cassette_dir):
-    proxy = Proxy(tmp_path / "proxy", cassette_dir)
-    command = proxy.command()
-    at = command.index("--listen-host")
-    del command[at : at + 2]  # as a user would start it: no --listen-host
-    proxy.command = lambda: command
+def test_serve_listens_on_127_0_0_1_unless_told_otherwise(tmp_path):
+    """scripts/serve, as the README starts the proxy; mitmdump alone would listen on every interface."""
+    ready = tmp_path / "proxy.ready"
+    venv = Path(mitmdump_path()).parent.parent.parent  # <venv>/proxy/bin/mitmdump
+    log = tmp_path / "serve.log"
+    process = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "serve"), "-p", "0", "--set", f"confdir={tmp_path / 'confdir'}",
+         "--set", f"cassette_ready_file={ready}"],
+        env={**os.environ, "VENV": str(venv), "CASSETTE_DIR": str(tmp_path / "cassettes")},
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
     try:
-        proxy.start()
-        assert {entry["host"] for entry in proxy.ready["listen"]} == {"127.0.0.1"}
-        with pytest.raises(OSError), socket.create_connection((outside_address(), proxy.port()), timeout=2):
+        info = wait_for_file(ready, process, log)
+        assert {entry["host"] for entry in info["listen"]} == {"127.0.0.1"}
+        port = info["listen"][0]["port"]
+        with pytest.raises(OSError), socket.create_connection((outside_address(), port), timeout=2):
             pass
     finally:
-        proxy.stop()
+        stop(process)
 
 
 def outside_address() -> str:
