@@ -80,7 +80,7 @@ def test_200_concurrent_mixed_requests_from_4_processes_are_exact(start_proxy, h
         assert (r["status"], r["answer"]) == expected, r
     seconds = sorted(r["seconds"] for r in results)
     print(f"\n200 requests in {wall:.1f} s; latency p50 {seconds[100]:.2f} s, max {seconds[-1]:.2f} s")
-    assert seconds[-1] < wall + 1  # every request finished within the run: none hung on another
+    assert seconds[-1] < 20 * seconds[100], "a request waited far longer than the others: serialised somewhere"
 
     kinds = [sum(job["kind"] == kind for jobs in plans for job in jobs) for kind in range(4)]
     texts = [json.loads(entry["body"])["messages"][0]["content"] for entry in https_upstream.stats()["log"]]
