@@ -38,6 +38,7 @@ from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
 from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
+from cassette_proxy.upstream import UpstreamGuard
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
 from mitmproxy.net import encoding
@@ -71,6 +72,8 @@ class Cassette:
         self.timed_replay = TimedReplayServer()
         self.writing = threading.Condition()
         self.writes_in_flight = 0
+        self.upstream = UpstreamGuard(self.report)
+        self.addons = [self.upstream]
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -105,6 +108,13 @@ class Cassette:
             Sequence[str],
             list(DEFAULT_KEY_HEADERS),
             "Request headers that are part of the key because they change what the API does.",
+        )
+        loader.add_option(
+            "cassette_upstream_timeout",
+            int,
+            120,
+            "Seconds a recorded request may wait for the upstream's response headers (and for its connection); "
+            "then the client gets 504 cassette_upstream_error and nothing is saved.",
         )
         loader.add_option(
             "cassette_report",
@@ -174,6 +184,10 @@ class Cassette:
             self.hosts = tuple(h.strip().lower() for h in opts.cassette_hosts)
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+        if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
+            raise exceptions.OptionsError(
+                f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
+            )
         if "cassette_dir" in updated:
             self.root = Path(opts.cassette_dir).expanduser().resolve()
             if self.root.exists() and not self.root.is_dir():
@@ -193,6 +207,8 @@ class Cassette:
             opts.connection_strategy = "lazy"
 
     def running(self) -> None:
+        for stale in store.remove_stale_temp_files(self.root):
+            log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
         if not ctx.options.cassette_ready_file:
             return
         listen = []
@@ -269,6 +285,7 @@ class Cassette:
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
         req.headers["accept-encoding"] = "identity"
         self.report.upstream += 1
+        self.upstream.forward(flow)
 
     def _next_in_sequence(self, key: str, first: PurePosixPath, mode: str) -> PurePosixPath:
         """The n-th identical request uses the n-th recording; past the last one, replay keeps answering with it."""

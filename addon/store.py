@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -105,7 +106,7 @@ def body_fields(body: bytes, content_type: str) -> dict:
 def decode_body(body_format: str, body: Any) -> bytes:
     """The bytes a stored body stands for; a streamed body (`events`) is its events' texts joined."""
     if body_format == "json":
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return _json_bytes(body)
     if body_format == "text":
         return body.encode("utf-8")
     if body_format == "base64":
@@ -136,8 +137,16 @@ def new_cassette(key: str, request: dict, response: dict, recorded_with: dict) -
     }
 
 
+def _json_bytes(value: Any, indent: int | None = None) -> bytes:
+    """UTF-8 JSON; with escapes instead when a string holds a lone surrogate (`"\\ud800"` parses to one)."""
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, indent=indent).encode("ascii")
+
+
 def dumps(cassette: dict) -> bytes:
-    return (json.dumps(cassette, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return _json_bytes(cassette, indent=2) + b"\n"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -154,6 +163,24 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STALE_TEMP_SECONDS = 60
+"""A temp file older than this was left by a killed writer; younger ones may belong to a live proxy sharing the folder."""
+
+
+def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
+    """Delete the `.<name>.*.tmp` files a killed writer left behind; lookups never read them anyway."""
+    now = time.time() if now is None else now
+    removed = []
+    for tmp in root.rglob(".*.json.*.tmp") if root.is_dir() else ():
+        try:
+            if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed
 
 
 BODY_FORMATS = frozenset({"json", "text", "base64", "events"})

@@ -31,6 +31,14 @@ def https_upstream(tmp_path, upstream_certificate) -> Iterator[FakeUpstream]:
 
 
 @pytest.fixture
+def http_upstream(tmp_path) -> Iterator[FakeUpstream]:
+    """The fake API over plain HTTP only, for what only plain HTTP can show."""
+    fake = FakeUpstream(tmp_path / "http-upstream").start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
 def cassette_dir(tmp_path) -> Path:
     return tmp_path / "cassettes"
 

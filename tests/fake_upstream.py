@@ -10,7 +10,8 @@ endpoint `GET /__fake__/stats` reports them without counting itself.
 
 Request headers steer it: `x-fake-status: 429` answers that status (with
 `retry-after: 7` on 429), `x-fake-delay: 0.5` waits before answering, `x-fake-numbered: 1`
-prefixes the echo with the request count (different answers to identical requests).
+prefixes the echo with the request count (different answers to identical requests), `x-fake-reset: 1`
+sends the headers and part of the body, then resets the connection.
 An embeddings request with `dimensions` gets real-shaped vectors: that many values,
 packed as base64 float32 when `encoding_format` is base64 (the openai SDK's default).
 
@@ -31,6 +32,7 @@ import base64
 import json
 import math
 import os
+import socket
 import ssl
 import struct
 import threading
@@ -234,6 +236,14 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_api(b"")
 
     def do_POST(self):
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            chunks = []
+            while size := int(self.rfile.readline().split(b";")[0], 16):
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+            self.rfile.readline()
+            self.handle_api(b"".join(chunks))
+            return
         length = int(self.headers.get("content-length") or 0)
         self.handle_api(self.rfile.read(length))
 
@@ -254,6 +264,12 @@ class Handler(BaseHTTPRequestHandler):
         delay = float(self.headers.get("x-fake-delay") or 0)
         if delay:
             time.sleep(delay)
+        if self.headers.get("x-fake-reset"):
+            self.wfile.write(b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 999\r\n\r\n{"id":')
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         forced = int(self.headers.get("x-fake-status") or 0)
         if forced:
             extra = {"retry-after": "7"} if forced == 429 else {}

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,7 +177,10 @@ class Proxy:
         bundle = self.folder / "ca-bundle.pem"
         if not bundle.exists():
             system = SYSTEM_CA_BUNDLE.read_text() if SYSTEM_CA_BUNDLE.exists() else ""
-            bundle.write_text(system + "\n" + (self.confdir / "mitmproxy-ca-cert.pem").read_text())
+            # Written aside and renamed: client threads asking at once never read half a file.
+            partial = bundle.with_name(f"{bundle.name}.{threading.get_ident()}.tmp")
+            partial.write_text(system + "\n" + (self.confdir / "mitmproxy-ca-cert.pem").read_text())
+            os.replace(partial, bundle)
         return bundle
 
     def client_env(self) -> dict[str, str]:

@@ -1,0 +1,219 @@
+"""Bad input on both sides of the addon: broken cassette files, and requests no SDK would send.
+
+A broken cassette answers 500 `cassette_invalid` naming the file and the
+problem (never a silent miss inviting a re-record over it); an odd request gets
+a stable key: recorded once, the same request replays from disk.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import ssl
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import brotli
+import httpx
+import pytest
+import zstandard
+from harness import FAKE_OPENAI_KEY
+
+API = "https://api.openai.com"
+
+
+def client(proxy, **options) -> httpx.Client:
+    trust = ssl.create_default_context(cafile=str(proxy.ca_bundle))
+    return httpx.Client(proxy=proxy.url, verify=trust, timeout=60, **options)
+
+
+def chat(proxy, text: str) -> httpx.Response:
+    with client(proxy) as http:
+        return http.post(
+            f"{API}/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]},
+            headers={"authorization": f"Bearer {FAKE_OPENAI_KEY}"},
+        )
+
+
+def only_cassette(folder: Path) -> Path:
+    (path,) = [p for p in folder.rglob("*.json")]
+    return path
+
+
+# --- bad cassettes -----------------------------------------------------------------------------------------
+
+
+def not_json(text: str) -> bytes:
+    return text[: len(text) // 2].encode()
+
+
+def wrong_version(text: str) -> bytes:
+    return json.dumps({**json.loads(text), "cassette_format": 99}).encode()
+
+
+def missing_response(text: str) -> bytes:
+    return json.dumps({k: v for k, v in json.loads(text).items() if k != "response"}).encode()
+
+
+def not_utf8(text: str) -> bytes:
+    return text.replace("echo: broken", "echo: br\udcffoken").encode("utf-8", "surrogateescape")
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (not_json, "invalid JSON"),
+        (wrong_version, "cassette_format is 99"),
+        (missing_response, "missing or invalid field 'response'"),
+        (not_utf8, "not UTF-8"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["replay", "record"])
+def test_broken_cassette_answers_500_naming_file_and_problem_and_others_still_hit(
+    start_proxy, upstream, cassette_dir, mode, damage: Callable[[str], bytes], problem: str
+):
+    recorder = start_proxy(upstream, cassette_mode="record")
+    assert chat(recorder, "broken").status_code == 200
+    broken = only_cassette(cassette_dir)
+    assert chat(recorder, "intact").status_code == 200
+    recorder.stop()
+    broken.write_bytes(damage(broken.read_text()))
+    damaged = broken.read_bytes()
+    calls = upstream.count
+
+    proxy = start_proxy(upstream, cassette_mode=mode)
+    response = chat(proxy, "broken")
+    assert response.status_code == 500
+    assert response.headers["x-should-retry"] == "false"
+    error = response.json()["error"]
+    assert error["type"] == "cassette_invalid"
+    assert error["cassette"] == str(broken)
+    assert problem in error["message"]
+    assert str(broken) in error["message"]
+    assert chat(proxy, "intact").json()["choices"][0]["message"]["content"] == "echo: intact"
+    report = proxy.stop()
+    assert report["counts"]["hits"] == 1
+    assert report["counts"]["errors"] == 1
+    assert broken.read_bytes() == damaged  # never re-recorded over, even in record mode
+    assert upstream.count == calls
+    assert problem in proxy.log_text()
+
+
+# --- bad requests ------------------------------------------------------------------------------------------
+
+
+def twice(start_proxy, upstream, send: Callable[[object], httpx.Response]) -> tuple[httpx.Response, httpx.Response]:
+    """Send the same request in record mode, then in replay mode: the replay must hit and match."""
+    recorder = start_proxy(upstream, cassette_mode="record")
+    recorded = send(recorder)
+    report = recorder.stop()
+    assert report["counts"]["errors"] == 0, report["errors"]
+    replay = start_proxy(upstream, cassette_mode="replay")
+    replayed = send(replay)
+    report = replay.stop()
+    assert report["counts"]["hits"] == 1, report
+    assert replayed.status_code == recorded.status_code
+    if "json" in recorded.headers.get("content-type", ""):
+        assert replayed.json() == recorded.json()  # JSON bodies are stored parsed: same value, maybe other escapes
+    else:
+        assert replayed.content == recorded.content
+    return recorded, replayed
+
+
+def post_raw(body: bytes, headers: dict, method: str = "POST", path: str = "/v1/echo") -> Callable:
+    def send(proxy) -> httpx.Response:
+        with client(proxy) as http:
+            return http.request(method, f"{API}{path}", content=body, headers=headers)
+
+    return send
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b'{"model": "gpt", "messages": [', "application/json"),  # invalid JSON under a JSON type
+        (b"", "application/json"),  # empty body
+        (bytes(range(256)) * 64, "application/octet-stream"),  # binary
+        ("café naïve".encode("latin-1"), "text/plain; charset=latin-1"),  # text that is not UTF-8
+        (b'{"text": "lone \\ud800 surrogate"}', "application/json"),  # valid JSON, not encodable as UTF-8
+    ],
+    ids=["invalid-json", "empty", "binary", "latin-1", "lone-surrogate"],
+)
+def test_odd_body_records_then_replays(start_proxy, upstream, body: bytes, content_type: str):
+    recorded, _ = twice(start_proxy, upstream, post_raw(body, {"content-type": content_type}))
+    assert recorded.status_code == 200
+
+
+def test_twenty_megabyte_body_records_then_replays(start_proxy, upstream):
+    prompt = "x" * (20 * 1024 * 1024)
+    body = json.dumps({"model": "gpt", "messages": [{"role": "user", "content": prompt}]}).encode()
+    recorded, _ = twice(start_proxy, upstream, post_raw(body, {"content-type": "application/json"}))
+    assert len(recorded.json()["echo"]) == len(body)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "compress"),
+    [("gzip", gzip.compress), ("br", brotli.compress), ("zstd", zstandard.ZstdCompressor().compress)],
+)
+def test_compressed_request_body_is_keyed_by_its_content(start_proxy, upstream, encoding, compress):
+    body = json.dumps({"model": "gpt", "messages": [{"role": "user", "content": f"squeezed {encoding}"}]}).encode()
+    recorder = start_proxy(upstream, cassette_mode="record")
+    assert post_raw(compress(body), {"content-type": "application/json", "content-encoding": encoding})(
+        recorder
+    ).is_success
+    recorder.stop()
+    # The same content sent plain is the same request: it replays.
+    replay = start_proxy(upstream, cassette_mode="replay")
+    assert post_raw(body, {"content-type": "application/json"})(replay).status_code == 200
+    assert replay.stop()["counts"]["hits"] == 1
+
+
+def test_chunked_upload_records_then_replays(start_proxy, upstream):
+    parts = [b'{"model": "gpt", ', b'"messages": [{"role": "user", ', b'"content": "in chunks"}]}']
+
+    def send(proxy) -> httpx.Response:
+        with client(proxy) as http:
+            return http.post(
+                f"{API}/v1/chat/completions", content=iter(parts), headers={"content-type": "application/json"}
+            )
+
+    recorded, _ = twice(start_proxy, upstream, send)
+    assert recorded.json()["choices"][0]["message"]["content"] == "echo: in chunks"
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+def test_other_methods_record_then_replay(start_proxy, upstream, method: str):
+    body = b"" if method in ("GET", "DELETE") else b'{"name": "x"}'
+    recorded, _ = twice(
+        start_proxy, upstream, post_raw(body, {"content-type": "application/json"}, method, "/v1/files/f1")
+    )
+    assert recorded.json()["method"] == method
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "PROPFIND"])
+def test_methods_the_upstream_rejects_pass_through_unsaved(start_proxy, upstream, cassette_dir, method: str):
+    proxy = start_proxy(upstream, cassette_mode="record")
+    response = post_raw(b"", {}, method, "/v1/models")(proxy)
+    assert response.status_code == 501  # the fake upstream's http.server knows neither
+    assert proxy.stop()["counts"]["recorded"] == 0
+    assert list(cassette_dir.rglob("*.json")) == []
+
+
+def test_http2_client_records_then_replays(start_proxy, upstream):
+    def send(proxy) -> httpx.Response:
+        result = subprocess.run(
+            ["curl", "--silent", "--show-error", "--http2", "--proxy", proxy.url, "--cacert", str(proxy.ca_bundle),
+             "--write-out", "\n%{http_version} %{http_code}", "--header", "content-type: application/json",
+             "--data", '{"model": "gpt", "messages": [{"role": "user", "content": "over h2"}]}',
+             f"{API}/v1/chat/completions"],
+            capture_output=True, check=True, timeout=60,
+        )  # fmt: skip
+        body, status_line = result.stdout.rsplit(b"\n", 1)
+        version, status = status_line.decode().split()
+        assert version == "2"  # the client really spoke HTTP/2 to the proxy
+        return httpx.Response(int(status), content=body)
+
+    recorded, _ = twice(start_proxy, upstream, send)
+    assert recorded.json()["choices"][0]["message"]["content"] == "echo: over h2"
