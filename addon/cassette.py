@@ -268,7 +268,7 @@ class Cassette:
                 await self._replay(flow, cassette, relative.as_posix())
                 return
         if mode == "replay":
-            self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
+            await self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
             return
         flow.metadata["cassette"] = Pending(
             key=key,
@@ -305,6 +305,7 @@ class Cassette:
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
+        log.info(f"cassette hit: {cassette['request'].get('method')} {cassette['request'].get('url')} ({relative})")
 
     async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
         """Send the flow to the in-proxy server that plays the events at their offsets.
@@ -319,14 +320,15 @@ class Cassette:
         req.path = self.timed_replay.register(stream)
         flow.metadata["cassette_timed_replay"] = True
 
-    def _answer_miss(
+    async def _answer_miss(
         self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
     ) -> None:
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
         body = redact.redacted(
             store.body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
         )
-        nearest = misses.closest(path.parent, self.root, ident["method"], body)
+        # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
+        nearest = await asyncio.to_thread(misses.closest, path.parent, self.root, ident["method"], body)
         error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), JSON_ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "miss"
@@ -444,6 +446,7 @@ class Cassette:
                 elif count:
                     self.report.recorded += 1
                 self.report.cassettes_used.add(pending.relative)
+            log.info(f"cassette recorded: {pending.request['method']} {pending.request['url']} ({pending.relative})")
             return None
         finally:
             with self.writing:

@@ -245,6 +245,8 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
             args += ["--mode", f"reverse:{reverse.origin}@{port}"]
     args += ["-s", str(ADDON)]
     options = {
+        # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
+        "flow_detail": 0,
         "cassette_mode": settings.mode,
         "cassette_dir": settings.cassette_dir.resolve(),
         "cassette_ready_file": private / "ready.json",
