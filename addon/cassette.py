@@ -194,7 +194,9 @@ class Cassette:
             port=req.port,
             path=urlsplit(req.path).path or "/",
             query=list(req.query.items(multi=True)),
-            headers=dict(req.headers),
+            # Only the headers the key reads: copying all of them (`dict(req.headers)`, a case-insensitive
+            # lookup per name) was the largest cost of a hit.
+            headers={name: req.headers[name] for name in self.key_headers if name in req.headers},
             body=req.get_content(strict=False) or b"",
             content_type=req.headers.get("content-type", ""),
         )
