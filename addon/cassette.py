@@ -62,6 +62,20 @@ JSON_ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "fal
 """`x-should-retry: false` stops the OpenAI and Anthropic SDKs from retrying a 409 twice with backoff."""
 
 
+def key_header_values(fields: Sequence[tuple[bytes, bytes]], names: Sequence[str]) -> dict[str, str]:
+    """The request's values of the key headers, repeated ones folded with ", " as `Headers[name]` folds them.
+
+    One pass over the raw fields: each `Headers` lookup scans every field, and copying them
+    all (`dict(flow.request.headers)`) was the largest cost of a hit (see benchmarks/).
+    """
+    found: dict[str, list[str]] = {}
+    for raw_name, raw_value in fields:
+        name = raw_name.decode("utf-8", "surrogateescape").lower()
+        if name in names:
+            found.setdefault(name, []).append(raw_value.decode("utf-8", "surrogateescape"))
+    return {name: ", ".join(values) for name, values in found.items()}
+
+
 @dataclass
 class Pending:
     """A request sent upstream whose response may become a cassette."""
@@ -194,9 +208,7 @@ class Cassette:
             port=req.port,
             path=urlsplit(req.path).path or "/",
             query=list(req.query.items(multi=True)),
-            # Only the headers the key reads: copying all of them (`dict(req.headers)`, a case-insensitive
-            # lookup per name) was the largest cost of a hit.
-            headers={name: req.headers[name] for name in self.key_headers if name in req.headers},
+            headers=key_header_values(req.headers.fields, self.key_headers),
             body=req.get_content(strict=False) or b"",
             content_type=req.headers.get("content-type", ""),
         )

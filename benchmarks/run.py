@@ -197,10 +197,13 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     if report["counts"]["hits"] != sent["ours"] + 1 or report["counts"]["misses"] or proxied:
         raise RuntimeError(f"not all replays were hits: report {report['counts']}, {proxied} reached the upstream")
     table = {name: {str(c): summary(runs) for c, runs in by_c.items()} for name, by_c in results.items()}
+    # Paired: each round measured the systems back to back, so a ratio per round cancels most of the
+    # machine's drift; the figure is the median of those.
     ratios = {}
-    for c in ("1", "8"):
-        ratios[f"ours/floor c={c}"] = round(table["ours"][c]["rps"] / table["floor"][c]["rps"], 2)
-        ratios[f"ours/server_replay c={c}"] = round(table["ours"][c]["rps"] / table["server_replay"][c]["rps"], 2)
+    for other in ("floor", "server_replay"):
+        for c in (1, 8):
+            per_round = [a.rps / b.rps for a, b in zip(results["ours"][c], results[other][c], strict=True)]
+            ratios[f"ours/{other} c={c}"] = round(statistics.median(per_round), 2)
     return {"cassettes": cassette_count, "requests_per_round": total, "systems": table, "ratios": ratios}
 
 
@@ -243,8 +246,7 @@ def part_scale(folder: Path, port: int, counts: list[int], server_replay_max: in
                 )
             finally:
                 process.stop()
-        print(f"  scale {count}: cassettes generated in {generated:.1f} s; {rows[-1]}", flush=True)
-    shutil.rmtree(cassettes, ignore_errors=True)
+        print(f"  {count:,} cassettes (written in {generated:.1f} s): {rows[-len(candidates) :]}", flush=True)
     return rows
 
 
@@ -384,7 +386,9 @@ def markdown(results: dict) -> str:
             f"| {label} | {s1['rps']:.0f} | {s1['p50_ms']:.2f} | {s1['p99_ms']:.2f} "
             f"| {s8['rps']:.0f} | {s8['p50_ms']:.2f} | {s8['p99_ms']:.2f} |"
         )
-    lines += ["", "Ratios (req/s): " + ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items()), ""]
+    lines += ["", "Ratios of req/s (median of per-round ratios): "]
+    lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items())
+    lines.append("")
     lines += [
         "**2. Scale with the number of cassettes** (1,000 hits on random cassettes, sequential)",
         "",
@@ -426,13 +430,18 @@ def markdown(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and requests, scale only to 10,000")
-    parser.add_argument("--rounds", type=int, help="interleaved rounds of part 1 (default 5, quick 2)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds of part 1 (default 7, quick 2)")
+    parser.add_argument(
+        "--server-replay-max",
+        type=int,
+        default=10_000,
+        help="largest flow count to load into --server-replay (100000 adds about 4 minutes and 1 GB)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the JSON results")
     args = parser.parse_args()
-    rounds = args.rounds or (2 if args.quick else 5)
-    total = 200 if args.quick else 400
+    rounds = args.rounds or (2 if args.quick else 7)
+    total = 200 if args.quick else 300
     counts = [100, 1_000, 10_000] if args.quick else [100, 1_000, 10_000, 100_000]
-    server_replay_max = 10_000 if args.quick else 100_000
 
     folder = Path(tempfile.mkdtemp(prefix="cassette-bench-"))
     results: dict = {"started": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(), "rounds": rounds}
@@ -442,7 +451,7 @@ def main() -> None:
         print("1. replay throughput and latency ...", flush=True)
         results["throughput"] = part_throughput(folder, upstream, rounds, total, cassette_count=1_000)
         print("2. scale with the number of cassettes ...", flush=True)
-        results["scale"] = part_scale(folder, port, counts, server_replay_max, hits=1_000)
+        results["scale"] = part_scale(folder, port, counts, args.server_replay_max, hits=1_000)
         print("3. miss cost in the openai SDK ...", flush=True)
         results["miss"] = part_miss(folder, port, folder / "cassettes", repeats=3)
         print("4. a suite's worth ...", flush=True)
@@ -456,7 +465,7 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2) + "\n")
     print()
     print(markdown(results))
-    print(f"\nJSON: {out}  (full run {results['seconds']} s)")
+    print(f"\nJSON: {out}  (full run {results['seconds']} s; removing {folder} ...)", flush=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 
