@@ -19,6 +19,8 @@ class Measurement:
     requests: int
     seconds: float
     latencies_ms: tuple[float, ...]
+    cpu_ms: float | None = None
+    """CPU time the system under test spent per request, when the caller measured it."""
 
     @property
     def rps(self) -> float:

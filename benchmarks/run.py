@@ -17,6 +17,7 @@ several rounds, and the ratios are the claim, not the absolute numbers.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -80,8 +81,16 @@ class Mitmdump:
                 return int(line.split()[1]) / 1024
         raise RuntimeError("no VmRSS")
 
+    def cpu_seconds(self) -> float:
+        """CPU time the process has used (user + system): a cost the other loads on the machine barely change."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def measure(self, requests: list[bytes], total: int, concurrency: int = 1) -> load.Measurement:
-        return load.measure(HOST, self.port, requests, total, concurrency)
+        """Send the requests; the result also carries the proxy's CPU time per request."""
+        cpu = self.cpu_seconds()
+        measured = load.measure(HOST, self.port, requests, total, concurrency)
+        return dataclasses.replace(measured, cpu_ms=(self.cpu_seconds() - cpu) * 1000 / measured.requests)
 
     def stop(self) -> None:
         stop(self.process)
@@ -143,12 +152,15 @@ def synthetic_requests(port: int, indices: list[int]) -> list[bytes]:
 
 
 def summary(runs: list[load.Measurement]) -> dict:
-    return {
+    figures = {
         "rps": round(statistics.median(m.rps for m in runs), 1),
         "p50_ms": round(statistics.median(m.p50 for m in runs), 2),
         "p99_ms": round(statistics.median(m.p99 for m in runs), 2),
         "rounds": len(runs),
     }
+    if runs[0].cpu_ms is not None:
+        figures["proxy_cpu_ms_per_request"] = round(statistics.median(m.cpu_ms for m in runs), 3)
+    return figures
 
 
 def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: int, cassette_count: int) -> dict:
@@ -184,9 +196,11 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
         for r in range(rounds):
             for concurrency in (1, 8):
                 for name in order[r % len(order) :] + order[: r % len(order)]:
-                    requests = direct if name == "direct" else via_proxy
-                    target = port if name == "direct" else systems[name].port
-                    results[name][concurrency].append(load.measure(HOST, target, requests, total, concurrency))
+                    if name == "direct":
+                        measured = load.measure(HOST, port, direct, total, concurrency)
+                    else:
+                        measured = systems[name].measure(via_proxy, total, concurrency)
+                    results[name][concurrency].append(measured)
                     sent[name] += total
         answered_upstream = upstream.count - served_before
     finally:
@@ -202,8 +216,9 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     ratios = {}
     for other in ("floor", "server_replay"):
         for c in (1, 8):
-            per_round = [a.rps / b.rps for a, b in zip(results["ours"][c], results[other][c], strict=True)]
-            ratios[f"ours/{other} c={c}"] = round(statistics.median(per_round), 2)
+            pairs = list(zip(results["ours"][c], results[other][c], strict=True))
+            ratios[f"ours/{other} req/s c={c}"] = round(statistics.median(a.rps / b.rps for a, b in pairs), 2)
+            ratios[f"{other}/ours CPU c={c}"] = round(statistics.median(b.cpu_ms / a.cpu_ms for a, b in pairs), 2)
     return {"cassettes": cassette_count, "requests_per_round": total, "systems": table, "ratios": ratios}
 
 
@@ -371,8 +386,9 @@ def markdown(results: dict) -> str:
         f"**1. Replay throughput** ({t['cassettes']} cassettes on disk; median of {results['rounds']} interleaved rounds "
         f"of {t['requests_per_round']} requests)",
         "",
-        "| system | req/s (1 client) | p50 ms | p99 ms | req/s (8 clients) | p50 ms | p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| system | req/s (1 client) | p50 ms | p99 ms | proxy CPU ms/req "
+        "| req/s (8 clients) | p50 ms | p99 ms | proxy CPU ms/req |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = {
         "floor": "(a) floor: mitmdump + constant-answer addon",
@@ -381,12 +397,13 @@ def markdown(results: dict) -> str:
         "direct": "(d) fake upstream, no proxy",
     }
     for name, label in names.items():
-        s1, s8 = t["systems"][name]["1"], t["systems"][name]["8"]
-        lines.append(
-            f"| {label} | {s1['rps']:.0f} | {s1['p50_ms']:.2f} | {s1['p99_ms']:.2f} "
-            f"| {s8['rps']:.0f} | {s8['p50_ms']:.2f} | {s8['p99_ms']:.2f} |"
-        )
-    lines += ["", "Ratios of req/s (median of per-round ratios): "]
+        cells = [label]
+        for figures in (t["systems"][name]["1"], t["systems"][name]["8"]):
+            cpu = figures.get("proxy_cpu_ms_per_request")
+            cells += [f"{figures['rps']:.0f}", f"{figures['p50_ms']:.2f}", f"{figures['p99_ms']:.2f}"]
+            cells.append("–" if cpu is None else f"{cpu:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Ratios (median of the per-round ratios; above 1 favours ours): "]
     lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items())
     lines.append("")
     lines += [
