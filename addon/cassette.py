@@ -207,7 +207,7 @@ class Cassette:
             host=req.host,
             port=req.port,
             path=urlsplit(req.path).path or "/",
-            query=list(req.query.items(multi=True)),
+            query=list(req.query.items(multi=True)) if "?" in req.path else [],  # parsing rebuilds the whole URL
             headers=key_header_values(req.headers.fields, self.key_headers),
             body=req.get_content(strict=False) or b"",
             content_type=req.headers.get("content-type", ""),
