@@ -250,6 +250,7 @@ def part_scale(folder: Path, port: int, counts: list[int], server_replay_max: in
             try:
                 rss_start = process.rss_mb()
                 measured = process.measure(requests, hits)
+                rss_after_hits = process.rss_mb()
                 began = time.perf_counter()
                 status, _ = load.answer(HOST, process.port, miss)
                 miss_ms = (time.perf_counter() - began) * 1000
@@ -261,7 +262,8 @@ def part_scale(folder: Path, port: int, counts: list[int], server_replay_max: in
                         "count": count,
                         "ready_s": round(process.ready_s, 2),
                         "rss_start_mb": round(rss_start, 1),
-                        "rss_after_hits_mb": round(process.rss_mb(), 1),
+                        "rss_after_hits_mb": round(rss_after_hits, 1),
+                        "rss_after_miss_mb": round(process.rss_mb(), 1),
                         "hit_p50_ms": round(measured.p50, 2),
                         "hit_p99_ms": round(measured.p99, 2),
                         "miss_ms": round(miss_ms, 1),
@@ -418,14 +420,14 @@ def markdown(results: dict) -> str:
         "**2. Scale with the number of cassettes** (1,000 hits on random cassettes, sequential)",
         "",
         "| system | cassettes / flows | ready s | RSS at start MB | RSS after hits MB | hit p50 ms | hit p99 ms "
-        "| one miss ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| one miss ms | RSS after it MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["scale"]:
         lines.append(
             f"| {row['system']} | {row['count']:,} | {row['ready_s']} | {row['rss_start_mb']} "
             f"| {row.get('rss_after_hits_mb', '')} | {row.get('hit_p50_ms', '')} | {row.get('hit_p99_ms', '')} "
-            f"| {row.get('miss_ms', '')} |"
+            f"| {row.get('miss_ms', '')} | {row.get('rss_after_miss_mb', '')} |"
         )
     m = results["miss"]
     lines += [
