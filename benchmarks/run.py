@@ -40,12 +40,15 @@ import workload  # noqa: E402
 from cassette_proxy import key, store  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
+STARTED = time.perf_counter()
 HOST = "127.0.0.1"
 SUITE_CALLS = 50
+RUNNING: list[Mitmdump] = []
+"""Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
 
 
 class Mitmdump:
-    """One mitmdump under test, on its own free port, ready once a probe request is answered 200."""
+    """One mitmdump under test, on its own free port, ready once a probe request is answered."""
 
     def __init__(self, name: str, folder: Path, args: list[str]):
         self.name = name
@@ -53,16 +56,21 @@ class Mitmdump:
         self.args = args
         self.port = free_port()
 
-    def start(self, probe: bytes | None = None, expect: int = 200) -> Mitmdump:
-        """Start and wait until `probe` is answered `expect`; `ready_s` is the time that took (a hit, for a replay)."""
+    def start(self, probe: bytes | None = None, expect: int = 200, timeout: float = 600) -> Mitmdump:
+        """Start and wait until `probe` is answered `expect`; `ready_s` is the time that took (a hit, for a replay).
+
+        Without a probe, any request will do (the floor answers everything). The timeout is
+        generous because `--server-replay` loads 100,000 flows in minutes.
+        """
         self.folder.mkdir(parents=True, exist_ok=True)
         command = [mitmdump_path(), "--listen-host", HOST, "-p", str(self.port)]
         command += ["--set", f"confdir={self.folder / 'confdir'}", "--set", "connection_strategy=lazy", *self.args]
         log = self.folder / "mitmdump.log"
         began = time.perf_counter()
         self.process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        RUNNING.append(self)
         probe = probe or workload.raw_request(HOST, 9, workload.chat_body("probe"), via_proxy=True)
-        while True:
+        while time.perf_counter() - began < timeout:
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.name}: mitmdump exited with {self.process.returncode}:\n{log.read_text()}")
             try:
@@ -71,9 +79,12 @@ class Mitmdump:
                 time.sleep(0.005)
                 continue
             if status != expect:
+                self.stop()
                 raise RuntimeError(f"{self.name}: the ready probe got {status}: {body[:300]!r}")
             self.ready_s = time.perf_counter() - began
             return self
+        self.stop()
+        raise RuntimeError(f"{self.name}: not ready after {timeout} s:\n{log.read_text()}")
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -485,7 +496,12 @@ def main() -> None:
         results["miss"] = part_miss(folder, port, folder / "cassettes", repeats=3)
         print("4. a suite's worth ...", flush=True)
         results["suite"] = part_suite(folder)
+    except BaseException:
+        print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
+        raise
     finally:
+        for process in RUNNING:
+            process.stop()
         upstream.stop()
     results["machine"]["load_average_at_end"] = os.getloadavg()
     results["seconds"] = round(time.perf_counter() - STARTED, 1)
@@ -497,8 +513,6 @@ def main() -> None:
     print(f"\nJSON: {out}  (full run {results['seconds']} s; removing {folder} ...)", flush=True)
     shutil.rmtree(folder, ignore_errors=True)
 
-
-STARTED = time.perf_counter()
 
 if __name__ == "__main__":
     main()
