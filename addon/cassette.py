@@ -53,6 +53,20 @@ JSON_ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "fal
 """`x-should-retry: false` stops the OpenAI and Anthropic SDKs from retrying a 409 twice with backoff."""
 
 
+def key_header_values(fields: Sequence[tuple[bytes, bytes]], names: Sequence[str]) -> dict[str, str]:
+    """The request's values of the key headers, repeated ones folded with ", " as `Headers[name]` folds them.
+
+    One pass over the raw fields: each `Headers` lookup scans every field, and copying them
+    all (`dict(flow.request.headers)`) was the largest cost of a hit (see benchmarks/).
+    """
+    found: dict[str, list[str]] = {}
+    for raw_name, raw_value in fields:
+        name = raw_name.decode("utf-8", "surrogateescape").lower()
+        if name in names:
+            found.setdefault(name, []).append(raw_value.decode("utf-8", "surrogateescape"))
+    return {name: ", ".join(values) for name, values in found.items()}
+
+
 @dataclass
 class Pending:
     """A request sent upstream whose response may become a cassette."""
@@ -245,8 +259,8 @@ class Cassette:
             host=req.host,
             port=req.port,
             path=urlsplit(req.path).path or "/",
-            query=list(req.query.items(multi=True)),
-            headers=dict(req.headers),
+            query=list(req.query.items(multi=True)) if "?" in req.path else [],  # parsing rebuilds the whole URL
+            headers=key_header_values(req.headers.fields, self.key_headers),
             body=req.get_content(strict=False) or b"",
             content_type=req.headers.get("content-type", ""),
         )

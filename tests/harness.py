@@ -79,16 +79,17 @@ def make_certificate(folder: Path) -> tuple[Path, Path]:
 
 
 class FakeUpstream:
-    def __init__(self, folder: Path, certificate: tuple[Path, Path] | None = None):
+    def __init__(self, folder: Path, certificate: tuple[Path, Path] | None = None, script: Path = FAKE_UPSTREAM):
         self.folder = folder
         self.certificate = certificate
+        self.script = script
         self.process: subprocess.Popen | None = None
 
     def start(self) -> FakeUpstream:
         self.folder.mkdir(parents=True, exist_ok=True)
         ready, log = self.folder / "upstream.ready", self.folder / "upstream.log"
         ready.unlink(missing_ok=True)
-        args = [sys.executable, str(FAKE_UPSTREAM), "--ready-file", str(ready)]
+        args = [sys.executable, str(self.script), "--ready-file", str(ready)]
         if self.certificate:
             args += ["--cert", str(self.certificate[0]), "--key", str(self.certificate[1])]
         self.process = subprocess.Popen(args, stdout=log.open("w"), stderr=subprocess.STDOUT)

@@ -1,0 +1,44 @@
+"""The floor: a mitmproxy addon that answers every request with one constant response.
+
+`mitmdump -s benchmarks/floor_addon.py` costs what mitmproxy itself costs to
+answer from an addon, with no lookup at all; no replay can be cheaper. With
+`--set floor_status=409` (or 500) it stands in for how other tools answer a
+miss: that status, without `x-should-retry`.
+"""
+
+import json
+
+from mitmproxy import ctx, http
+
+BODY = json.dumps(
+    {
+        "id": "chatcmpl-floor",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "echo: a constant answer of ordinary length"},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+    }
+).encode()
+
+ERROR_BODY = json.dumps({"error": {"message": "no recording for this request", "type": "not_found"}}).encode()
+
+
+class Floor:
+    def load(self, loader) -> None:
+        loader.add_option("floor_status", int, 200, "The status every request is answered with.")
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        status = ctx.options.floor_status
+        body = BODY if status == 200 else ERROR_BODY
+        flow.response = http.Response.make(status, body, {"content-type": "application/json"})
+
+
+addons = [Floor()]

@@ -1,0 +1,518 @@
+"""Cassette Proxy benchmarks, side by side in one run: `bash benchmarks/run [--quick]`.
+
+1. Replay throughput and latency: (a) the floor (mitmdump answering a constant),
+   (b) our addon replaying hits, (c) mitmproxy's `--server-replay`, (d) the
+   fake upstream with no proxy; sequential and with 8 concurrent clients.
+2. Scale with the number of cassettes: start-up, memory and hit latency.
+3. Miss cost in the real openai SDK: our 409 + `x-should-retry: false`
+   against a plain 409 and a 500.
+4. A suite's worth: 50 streamed chat calls against a paced upstream, live
+   (recording through the proxy) against replayed.
+
+Every process listens on 127.0.0.1 and is stopped by PID. The machine is
+shared and noisy: the systems run interleaved, each figure is the median of
+several rounds, and the ratios are the claim, not the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+import load  # noqa: E402
+import openai  # noqa: E402
+import workload  # noqa: E402
+from cassette_proxy import key, store  # noqa: E402
+from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
+
+STARTED = time.perf_counter()
+HOST = "127.0.0.1"
+SUITE_CALLS = 50
+RUNNING: list[Mitmdump] = []
+"""Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
+
+
+class Mitmdump:
+    """One mitmdump under test, on its own free port, ready once a probe request is answered."""
+
+    def __init__(self, name: str, folder: Path, args: list[str]):
+        self.name = name
+        self.folder = folder / name
+        self.args = args
+        self.port = free_port()
+
+    def start(self, probe: bytes | None = None, expect: int = 200, timeout: float = 600) -> Mitmdump:
+        """Start and wait until `probe` is answered `expect`; `ready_s` is the time that took (a hit, for a replay).
+
+        Without a probe, any request will do (the floor answers everything). The timeout is
+        generous because `--server-replay` loads 100,000 flows in minutes.
+        """
+        self.folder.mkdir(parents=True, exist_ok=True)
+        command = [mitmdump_path(), "--listen-host", HOST, "-p", str(self.port)]
+        command += ["--set", f"confdir={self.folder / 'confdir'}", "--set", "connection_strategy=lazy", *self.args]
+        log = self.folder / "mitmdump.log"
+        began = time.perf_counter()
+        self.process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        RUNNING.append(self)
+        probe = probe or workload.raw_request(HOST, 9, workload.chat_body("probe"), via_proxy=True)
+        while time.perf_counter() - began < timeout:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name}: mitmdump exited with {self.process.returncode}:\n{log.read_text()}")
+            try:
+                status, body = load.answer(HOST, self.port, probe)
+            except OSError:
+                time.sleep(0.005)
+                continue
+            if status != expect:
+                self.stop()
+                raise RuntimeError(f"{self.name}: the ready probe got {status}: {body[:300]!r}")
+            self.ready_s = time.perf_counter() - began
+            return self
+        self.stop()
+        raise RuntimeError(f"{self.name}: not ready after {timeout} s:\n{log.read_text()}")
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        """CPU time the process has used (user + system): a cost the other loads on the machine barely change."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def measure(self, requests: list[bytes], total: int, concurrency: int = 1) -> load.Measurement:
+        """Send the requests; the result also carries the proxy's CPU time per request."""
+        cpu = self.cpu_seconds()
+        measured = load.measure(HOST, self.port, requests, total, concurrency)
+        return dataclasses.replace(measured, cpu_ms=(self.cpu_seconds() - cpu) * 1000 / measured.requests)
+
+    def stop(self) -> None:
+        stop(self.process)
+
+
+def ours(folder: Path, cassettes: Path, mode: str = "replay", name: str = "ours") -> Mitmdump:
+    return Mitmdump(
+        name,
+        folder,
+        ["-s", str(ADDON), "--set", f"cassette_dir={cassettes}", "--set", f"cassette_hosts={HOST}",
+         "--set", f"cassette_mode={mode}", "--set", f"cassette_report={folder / name / 'report.json'}"],
+    )  # fmt: skip
+
+
+def server_replay(folder: Path, flows: Path, name: str = "server_replay") -> Mitmdump:
+    # server_replay_extra=404: a request it cannot match is an error here, not a silent trip upstream.
+    return Mitmdump(
+        name,
+        folder,
+        ["--server-replay", str(flows), "--set", "server_replay_reuse=true", "--set", "server_replay_extra=404"],
+    )
+
+
+def floor(folder: Path, status: int = 200, name: str = "floor") -> Mitmdump:
+    return Mitmdump(name, folder, ["-s", str(HERE / "floor_addon.py"), "--set", f"floor_status={status}"])
+
+
+def write_synthetic_cassettes(root: Path, port: int, first: int, count: int) -> None:
+    """Cassettes for synthetic requests first..first+count-1, in the real format, keyed as the addon keys them."""
+    for i in range(first, first + count):
+        body = workload.synthetic_body(i)
+        headers = workload.request_headers(HOST, port, body)
+        facts = key.RequestFacts("POST", "http", HOST, port, workload.CHAT_PATH, [], headers, body, "application/json")
+        ident = key.identity(facts)
+        cassette_key = key.key_of(ident)
+        request = {
+            "method": "POST",
+            "url": ident["url"],
+            "headers": ident["headers"],
+            **store.body_fields(body, "json"),
+        }
+        response = {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json"}
+        response["body"] = workload.answer_of(body)
+        cassette = store.new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
+        path = root / store.relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(store.dumps(cassette))
+
+
+def write_synthetic_flows(flows: Path, port: int, first: int, count: int) -> None:
+    python = Path(mitmdump_path()).with_name("python")
+    subprocess.run(
+        [str(python), str(HERE / "make_flows.py"), str(flows), str(port), str(first), str(count)], check=True
+    )
+
+
+def synthetic_requests(port: int, indices: list[int]) -> list[bytes]:
+    return [workload.raw_request(HOST, port, workload.synthetic_body(i), via_proxy=True) for i in indices]
+
+
+def summary(runs: list[load.Measurement]) -> dict:
+    figures = {
+        "rps": round(statistics.median(m.rps for m in runs), 1),
+        "p50_ms": round(statistics.median(m.p50 for m in runs), 2),
+        "p99_ms": round(statistics.median(m.p99 for m in runs), 2),
+        "rounds": len(runs),
+    }
+    if runs[0].cpu_ms is not None:
+        figures["proxy_cpu_ms_per_request"] = round(statistics.median(m.cpu_ms for m in runs), 3)
+    return figures
+
+
+def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: int, cassette_count: int) -> dict:
+    port = int(upstream.url.rsplit(":", 1)[1])
+    bodies = [workload.chat_body(f"suite-{i}") for i in range(50)]
+    via_proxy = [workload.raw_request(HOST, port, b, via_proxy=True) for b in bodies]
+    direct = [workload.raw_request(HOST, port, b, via_proxy=False) for b in bodies]
+
+    # Record the same 50 interactions both ways, through the proxy, from the fake upstream.
+    cassettes, flows = folder / "cassettes", folder / "flows.mitm"
+    recorder = ours(folder, cassettes, mode="record", name="ours_record").start(via_proxy[0])
+    recorder.measure(via_proxy, len(via_proxy))
+    recorder.stop()
+    writer = Mitmdump("server_replay_record", folder, ["-w", str(flows)]).start(via_proxy[0])
+    writer.measure(via_proxy, len(via_proxy))
+    writer.stop()
+    write_synthetic_cassettes(cassettes, port, 0, cassette_count - len(bodies))
+
+    systems = {
+        "floor": floor(folder).start(),
+        "ours": ours(folder, cassettes).start(via_proxy[0]),
+        "server_replay": server_replay(folder, flows).start(via_proxy[0]),
+    }
+    served_before = upstream.count
+    sent = {name: 0 for name in systems}
+    results: dict[str, dict[int, list[load.Measurement]]] = {name: {1: [], 8: []} for name in [*systems, "direct"]}
+    try:
+        order = [*systems, "direct"]
+        for name in order:  # warm up every path once
+            requests = direct if name == "direct" else via_proxy
+            load.measure(HOST, port if name == "direct" else systems[name].port, requests, 100, 1)
+            sent[name] = sent.get(name, 0) + 100
+        for r in range(rounds):
+            for concurrency in (1, 8):
+                for name in order[r % len(order) :] + order[: r % len(order)]:
+                    if name == "direct":
+                        measured = load.measure(HOST, port, direct, total, concurrency)
+                    else:
+                        measured = systems[name].measure(via_proxy, total, concurrency)
+                    results[name][concurrency].append(measured)
+                    sent[name] += measured.requests
+        answered_upstream = upstream.count - served_before
+    finally:
+        for system in systems.values():
+            system.stop()
+    report = json.loads((folder / "ours" / "report.json").read_text())
+    proxied = answered_upstream - sent["direct"]
+    if report["counts"]["hits"] != sent["ours"] + 1 or report["counts"]["misses"] or proxied:
+        raise RuntimeError(f"not all replays were hits: report {report['counts']}, {proxied} reached the upstream")
+    table = {name: {str(c): summary(runs) for c, runs in by_c.items()} for name, by_c in results.items()}
+    # Paired: each round measured the systems back to back, so a ratio per round cancels most of the
+    # machine's drift; the figure is the median of those.
+    ratios = {}
+    for other in ("floor", "server_replay"):
+        for c in (1, 8):
+            pairs = list(zip(results["ours"][c], results[other][c], strict=True))
+            ratios[f"ours/{other} req/s c={c}"] = round(statistics.median(a.rps / b.rps for a, b in pairs), 2)
+            ratios[f"{other}/ours CPU c={c}"] = round(statistics.median(b.cpu_ms / a.cpu_ms for a, b in pairs), 2)
+    return {"cassettes": cassette_count, "requests_per_round": total, "systems": table, "ratios": ratios}
+
+
+def part_scale(folder: Path, port: int, counts: list[int], server_replay_max: int, hits: int) -> list[dict]:
+    cassettes, flows = folder / "scale-cassettes", folder / "scale-flows.mitm"
+    rows, have = [], 0
+    # A miss on the same endpoint: ours then compares it with the newest recordings there (the 409's diff).
+    miss = workload.raw_request(HOST, port, workload.chat_body("never recorded"), via_proxy=True)
+    reference = floor(folder, name="floor_scale").start()
+    rows.append({"system": "floor", "count": 0, "ready_s": round(reference.ready_s, 2),
+                 "rss_start_mb": round(reference.rss_mb(), 1)})  # fmt: skip
+    reference.stop()
+    for count in counts:
+        began = time.perf_counter()
+        write_synthetic_cassettes(cassettes, port, have, count - have)
+        generated = time.perf_counter() - began
+        if count <= server_replay_max:
+            write_synthetic_flows(flows, port, have, count - have)
+        have = count
+        indices = random.Random(count).sample(range(count), min(count, hits))
+        requests = synthetic_requests(port, indices)
+        candidates = [("ours", lambda n=count: ours(folder, cassettes, name=f"ours_{n}"))]
+        if count <= server_replay_max:
+            candidates.append(
+                ("server_replay", lambda n=count: server_replay(folder, flows, name=f"server_replay_{n}"))
+            )
+        for system, make in candidates:
+            process = make().start(requests[0])
+            try:
+                rss_start = process.rss_mb()
+                measured = process.measure(requests, hits)
+                rss_after_hits = process.rss_mb()
+                began = time.perf_counter()
+                status, _ = load.answer(HOST, process.port, miss)
+                miss_ms = (time.perf_counter() - began) * 1000
+                if status not in (404, 409):
+                    raise RuntimeError(f"{process.name}: a miss got {status}")
+                rows.append(
+                    {
+                        "system": system,
+                        "count": count,
+                        "ready_s": round(process.ready_s, 2),
+                        "rss_start_mb": round(rss_start, 1),
+                        "rss_after_hits_mb": round(rss_after_hits, 1),
+                        "rss_after_miss_mb": round(process.rss_mb(), 1),
+                        "hit_p50_ms": round(measured.p50, 2),
+                        "hit_p99_ms": round(measured.p99, 2),
+                        "miss_ms": round(miss_ms, 1),
+                    }
+                )
+            finally:
+                process.stop()
+        print(f"  {count:,} cassettes (written in {generated:.1f} s): {rows[-len(candidates) :]}", flush=True)
+    return rows
+
+
+def time_to_exception(proxy: Mitmdump, base_url: str, attempt: int) -> tuple[float, str]:
+    client = openai.OpenAI(
+        api_key=workload.API_KEY,
+        base_url=base_url,
+        http_client=openai.DefaultHttpxClient(proxy=f"http://{HOST}:{proxy.port}"),
+    )
+    began = time.perf_counter()
+    try:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"a prompt never recorded {attempt}"}]
+        )
+    except openai.APIStatusError as e:
+        return time.perf_counter() - began, f"{type(e).__name__} {e.status_code}"
+    finally:
+        client.close()
+    raise RuntimeError(f"{proxy.name}: the miss did not raise")
+
+
+def part_miss(folder: Path, port: int, cassettes: Path, repeats: int) -> dict:
+    """Misses against the cassettes of part 1, so that ours pays for its closest-recording diff too."""
+    hit = synthetic_requests(port, [0])[0]
+    systems = {
+        "ours_409_no_retry": ours(folder, cassettes, name="ours_miss").start(hit),
+        "plain_409": floor(folder, 409, name="floor_409").start(expect=409),
+        "plain_500": floor(folder, 500, name="floor_500").start(expect=500),
+    }
+    base_url = f"http://{HOST}:{port}/v1"
+    seconds: dict[str, list[float]] = {name: [] for name in systems}
+    raised = {}
+    try:
+        for attempt in range(repeats):
+            for name, proxy in systems.items():
+                elapsed, raised[name] = time_to_exception(proxy, base_url, attempt)
+                seconds[name].append(elapsed)
+    finally:
+        for proxy in systems.values():
+            proxy.stop()
+    out = {name: {"seconds": round(statistics.median(s), 3), "raised": raised[name]} for name, s in seconds.items()}
+    for other in ("plain_409", "plain_500"):
+        out[f"saved_per_miss_vs_{other}_s"] = round(out[other]["seconds"] - out["ours_409_no_retry"]["seconds"], 2)
+    return out
+
+
+def run_suite(proxy: Mitmdump, base_url: str) -> tuple[float, list[str]]:
+    """The example suite: 50 streamed chat calls, one after the other, as a test suite makes them."""
+    client = openai.OpenAI(
+        api_key=workload.API_KEY,
+        base_url=base_url,
+        http_client=openai.DefaultHttpxClient(proxy=f"http://{HOST}:{proxy.port}"),
+    )
+    answers = []
+    began = time.perf_counter()
+    for i in range(SUITE_CALLS):
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"suite test {i}"}], stream=True
+        )
+        answers.append("".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices))
+    elapsed = time.perf_counter() - began
+    client.close()
+    return elapsed, answers
+
+
+def part_suite(folder: Path) -> dict:
+    paced = FakeUpstream(folder / "paced_upstream", script=HERE / "slow_upstream.py").start()
+    cassettes = folder / "suite-cassettes"
+    port = int(paced.url.rsplit(":", 1)[1])
+    probe = workload.raw_request(HOST, port, workload.chat_body("probe"), via_proxy=True)  # not streamed: no pacing
+    try:
+        base_url = f"{paced.url}/v1"
+        recorder = ours(folder, cassettes, mode="record", name="suite_record").start(probe)
+        try:
+            live, live_answers = run_suite(recorder, base_url)
+        finally:
+            recorder.stop()
+        served = paced.count
+        replayer = ours(folder, cassettes, name="suite_replay").start(probe)
+        try:
+            replayed, replay_answers = run_suite(replayer, base_url)
+        finally:
+            replayer.stop()
+        if replay_answers != live_answers or paced.count != served:
+            raise RuntimeError("the replayed suite did not get the recorded answers, or reached the upstream")
+    finally:
+        paced.stop()
+    return {
+        "calls": SUITE_CALLS,
+        "live_s": round(live, 2),
+        "replay_s": round(replayed, 2),
+        "live/replay": round(live / replayed, 1),
+    }
+
+
+def machine() -> dict:
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    version = subprocess.run([mitmdump_path(), "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "mitmproxy": version[0].split(":", 1)[1].strip(),
+        "proxy_python": version[1].split(":", 1)[1].strip(),
+        "client_python": platform.python_version(),
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+def markdown(results: dict) -> str:
+    t = results["throughput"]
+    lines = [
+        f"Machine: {results['machine']['cpus']} × {results['machine']['cpu_model']}, mitmproxy "
+        f"{results['machine']['mitmproxy']}, load average at start {results['machine']['load_average_at_start'][0]:.1f}.",
+        "",
+        f"**1. Replay throughput** ({t['cassettes']} cassettes on disk; median of {results['rounds']} interleaved rounds "
+        f"of {t['requests_per_round']} requests)",
+        "",
+        "| system | req/s (1 client) | p50 ms | p99 ms | proxy CPU ms/req "
+        "| req/s (8 clients) | p50 ms | p99 ms | proxy CPU ms/req |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    names = {
+        "floor": "(a) floor: mitmdump + constant-answer addon",
+        "ours": "(b) cassette addon, hits",
+        "server_replay": "(c) mitmdump --server-replay",
+        "direct": "(d) fake upstream, no proxy",
+    }
+    for name, label in names.items():
+        cells = [label]
+        for figures in (t["systems"][name]["1"], t["systems"][name]["8"]):
+            cpu = figures.get("proxy_cpu_ms_per_request")
+            cells += [f"{figures['rps']:.0f}", f"{figures['p50_ms']:.2f}", f"{figures['p99_ms']:.2f}"]
+            cells.append("–" if cpu is None else f"{cpu:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Ratios (median of the per-round ratios; above 1 favours ours): "]
+    lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items())
+    lines.append("")
+    lines += [
+        "**2. Scale with the number of cassettes** (1,000 hits on random cassettes, sequential)",
+        "",
+        "| system | cassettes / flows | ready s | RSS at start MB | RSS after hits MB | hit p50 ms | hit p99 ms "
+        "| one miss ms | RSS after it MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["scale"]:
+        lines.append(
+            f"| {row['system']} | {row['count']:,} | {row['ready_s']} | {row['rss_start_mb']} "
+            f"| {row.get('rss_after_hits_mb', '')} | {row.get('hit_p50_ms', '')} | {row.get('hit_p99_ms', '')} "
+            f"| {row.get('miss_ms', '')} | {row.get('rss_after_miss_mb', '')} |"
+        )
+    m = results["miss"]
+    lines += [
+        "",
+        "**3. Miss cost** (openai SDK, default settings: time from the call to the exception)",
+        "",
+        "| answer to a miss | seconds | raised |",
+        "|---|---:|---|",
+    ]
+    for name, label in (
+        ("ours_409_no_retry", "ours: 409 + `x-should-retry: false`"),
+        ("plain_409", "plain 409"),
+        ("plain_500", "500"),
+    ):
+        lines.append(f"| {label} | {m[name]['seconds']} | {m[name]['raised']} |")
+    lines.append(
+        f"\nSaved per miss: {m['saved_per_miss_vs_plain_409_s']} s against a plain 409, "
+        f"{m['saved_per_miss_vs_plain_500_s']} s against a 500."
+    )
+    s = results["suite"]
+    lines += [
+        "",
+        f"**4. A suite's worth**: {s['calls']} streamed chat calls (300 ms to first byte, 30 events over 1 s): "
+        f"live (recording) {s['live_s']} s, replayed {s['replay_s']} s, **{s['live/replay']}×** faster.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and requests, scale only to 10,000")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds of part 1 (default 7, quick 2)")
+    parser.add_argument(
+        "--server-replay-max",
+        type=int,
+        default=10_000,
+        help="largest flow count to load into --server-replay (100000 adds about 4 minutes and 1 GB)",
+    )
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the JSON results")
+    args = parser.parse_args()
+    rounds = args.rounds or (2 if args.quick else 7)
+    total = 200 if args.quick else 300
+    counts = [100, 1_000, 10_000] if args.quick else [100, 1_000, 10_000, 100_000]
+
+    folder = Path(tempfile.mkdtemp(prefix="cassette-bench-"))
+    results: dict = {"started": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(), "rounds": rounds}
+    upstream = FakeUpstream(folder / "upstream").start()
+    port = int(upstream.url.rsplit(":", 1)[1])
+    try:
+        print("1. replay throughput and latency ...", flush=True)
+        results["throughput"] = part_throughput(folder, upstream, rounds, total, cassette_count=1_000)
+        print("2. scale with the number of cassettes ...", flush=True)
+        results["scale"] = part_scale(folder, port, counts, args.server_replay_max, hits=1_000)
+        print("3. miss cost in the openai SDK ...", flush=True)
+        results["miss"] = part_miss(folder, port, folder / "cassettes", repeats=3)
+        print("4. a suite's worth ...", flush=True)
+        results["suite"] = part_suite(folder)
+    except BaseException:
+        print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
+        raise
+    finally:
+        for process in RUNNING:
+            process.stop()
+        upstream.stop()
+    results["machine"]["load_average_at_end"] = os.getloadavg()
+    results["seconds"] = round(time.perf_counter() - STARTED, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"{results['started'].replace(':', '')}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print()
+    print(markdown(results))
+    print(f"\nJSON: {out}  (full run {results['seconds']} s; removing {folder} ...)", flush=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
