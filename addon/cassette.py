@@ -11,6 +11,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -81,6 +82,7 @@ class Pending:
 class Cassette:
     def __init__(self) -> None:
         self.report = Report()
+        self.replays = store.ReplayCache()
         self.sequence: dict[str, int] = {}
         """cassette_repeats=sequence: how many times this run has seen each key."""
         self.timed_replay = TimedReplayServer()
@@ -195,7 +197,8 @@ class Cassette:
                 raise exceptions.OptionsError(
                     f"cassette_hosts: {list(opts.cassette_hosts)!r} must list host globs (`*` for every host)"
                 )
-            self.hosts = tuple(h.strip().lower() for h in opts.cassette_hosts)
+            # One regular expression for every glob: the scope is checked on every request.
+            self.hosts = re.compile("|".join(fnmatch.translate(h.strip().lower()) for h in opts.cassette_hosts))
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
         if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
@@ -242,8 +245,7 @@ class Cassette:
             self.report.write(Path(ctx.options.cassette_report))
 
     def in_scope(self, host: str) -> bool:
-        host = host.lower()
-        return any(fnmatch.fnmatchcase(host, pattern) for pattern in self.hosts)
+        return self.hosts.match(host.lower()) is not None
 
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not flow.live:
@@ -272,14 +274,14 @@ class Cassette:
         path = self.root / relative
         if mode != "update":
             try:
-                cassette = store.load(path)
+                cassette, body = self.replays.load(path)
             except FileNotFoundError:
                 cassette = None
             except (OSError, store.CassetteError) as e:
                 self._answer_unusable_cassette(flow, path, e)
                 return
             if cassette is not None:
-                await self._replay(flow, cassette, relative.as_posix())
+                await self._replay(flow, cassette, body, relative.as_posix())
                 return
         if mode == "replay":
             await self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
@@ -309,17 +311,18 @@ class Cassette:
         self.sequence[key] = n
         return store.repeat_path(first, n)
 
-    async def _replay(self, flow: http.HTTPFlow, cassette: dict, relative: str) -> None:
+    async def _replay(self, flow: http.HTTPFlow, cassette: dict, body: bytes, relative: str) -> None:
         recorded = cassette["response"]
         if recorded.get("body_format") == "events" and self.replay_speed is not None:
             await self._route_to_timed_replay(flow, recorded)
         else:
-            body = store.decode_body(recorded.get("body_format", "text"), recorded.get("body", ""))
             flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
-        log.info(f"cassette hit: {cassette['request'].get('method')} {cassette['request'].get('url')} ({relative})")
+        log.debug(
+            "cassette hit: %s %s (%s)", cassette["request"].get("method"), cassette["request"].get("url"), relative
+        )
 
     async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
         """Send the flow to the in-proxy server that plays the events at their offsets.

@@ -8,6 +8,7 @@ request shows which endpoint changed and a lookup is a single `open()`.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -75,11 +76,17 @@ def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> Pur
     """Where the cassette of a request lives, relative to the cassette folder."""
     if not _KEY.match(key):
         raise ValueError(f"not a cassette key: {key!r}")
+    return _endpoint_dir(scheme, host, port, path) / f"{key}.json"
+
+
+@functools.lru_cache(maxsize=1024)
+def _endpoint_dir(scheme: str, host: str, port: int, path: str) -> PurePosixPath:
+    """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
     host_dir = _segment(host.lower())
     if DEFAULT_PORTS.get(scheme) != port:
         host_dir += f"_{port}"
     segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]
-    return PurePosixPath(host_dir, *segments, f"{key}.json")
+    return PurePosixPath(host_dir, *segments)
 
 
 def repeat_path(first: PurePosixPath, n: int) -> PurePosixPath:
@@ -248,3 +255,36 @@ def _valid_events(body: Any) -> bool:
         and e["ms"] >= 0
         for e in body
     )
+
+
+class ReplayCache:
+    """Cassettes already answered in this run, parsed and with their response body encoded.
+
+    A suite often sends the same request many times (a fixture per test); the
+    cache saves re-parsing the file each time. An entry is used only while the
+    file's inode, size and modification time are unchanged, so a cassette
+    rewritten by another proxy (atomic rename: a new inode) is read again.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._entries: dict[str, tuple[tuple[int, int, int], dict, bytes]] = {}
+
+    def load(self, path: Path) -> tuple[dict, bytes]:
+        """(cassette, response body bytes); the same errors as `load`. Callers must not mutate the cassette."""
+        name = str(path)
+        status = os.stat(name)
+        stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
+        entry = self._entries.get(name)
+        if entry is not None and entry[0] == stamp:
+            return entry[1], entry[2]
+        cassette = load(path)
+        response = cassette["response"]
+        try:
+            body = decode_body(response.get("body_format", "text"), response.get("body", ""))
+        except (ValueError, TypeError, AttributeError) as e:
+            raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
+        if len(self._entries) >= self.size:
+            del self._entries[next(iter(self._entries))]
+        self._entries[name] = (stamp, cassette, body)
+        return cassette, body

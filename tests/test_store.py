@@ -121,3 +121,29 @@ def test_unusable_files_name_the_file_and_the_problem(tmp_path, content, problem
         store.load(path)
     assert problem in str(error.value)
     assert str(path) in str(error.value)
+
+
+def test_the_replay_cache_rereads_a_rewritten_cassette(tmp_path):
+    path = tmp_path / f"{KEY}.json"
+    store.write_atomic(path, store.dumps(cassette(body={"answer": 1})))
+    cache = store.ReplayCache()
+    assert cache.load(path)[1] == b'{"answer": 1}'
+    assert cache.load(path)[0] is cache.load(path)[0]  # parsed once
+    store.write_atomic(path, store.dumps(cassette(body={"answer": 2})))  # another proxy re-records it
+    assert cache.load(path)[1] == b'{"answer": 2}'
+
+
+def test_the_replay_cache_refuses_a_body_that_does_not_match_its_format(tmp_path):
+    path = tmp_path / f"{KEY}.json"
+    path.write_text(json.dumps(cassette(body_format="base64", body="not base64!")))
+    with pytest.raises(store.CassetteError, match="does not match its body_format"):
+        store.ReplayCache().load(path)
+
+
+def test_the_replay_cache_stays_bounded(tmp_path):
+    cache = store.ReplayCache(size=2)
+    paths = [tmp_path / f"{i:032x}.json" for i in range(3)]
+    for path in paths:
+        store.write_atomic(path, store.dumps(cassette()))
+        cache.load(path)
+    assert len(cache._entries) == 2
