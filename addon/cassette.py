@@ -320,9 +320,6 @@ class Cassette:
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
-        log.debug(
-            "cassette hit: %s %s (%s)", cassette["request"].get("method"), cassette["request"].get("url"), relative
-        )
 
     async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
         """Send the flow to the in-proxy server that plays the events at their offsets.
