@@ -6,7 +6,9 @@ nearest recorded requests shows the prompt edit that caused the miss.
 
 from __future__ import annotations
 
+import heapq
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +56,24 @@ def differences(recorded: Any, current: Any, path: str = "") -> list[str]:
     return []
 
 
-def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict]:
-    """The recorded requests of the same endpoint nearest to this one, with what differs."""
+def newest_cassettes(folder: Path, count: int) -> list[Path]:
+    """The `count` most recently written cassettes of a folder, without building a Path for every file in it."""
     try:
-        files = sorted(endpoint_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        with os.scandir(folder) as entries:
+            stamped = [
+                (entry.stat().st_mtime_ns, entry.name)
+                for entry in entries
+                if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file()
+            ]
     except OSError:
         return []
+    return [folder / name for _, name in heapq.nlargest(count, stamped)]
+
+
+def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict]:
+    """The recorded requests of the same endpoint nearest to this one, with what differs."""
     ranked = []
-    for path in files[:MAX_CANDIDATES]:
+    for path in newest_cassettes(endpoint_dir, MAX_CANDIDATES):
         try:
             request = load(path)["request"]
         except (OSError, CassetteError):
