@@ -50,9 +50,6 @@ REPEATS = ("reuse", "sequence")
 
 DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 
-JSON_ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "false"}
-"""`x-should-retry: false` stops the OpenAI and Anthropic SDKs from retrying a 409 twice with backoff."""
-
 
 def key_header_values(fields: Sequence[tuple[bytes, bytes]], names: Sequence[str]) -> dict[str, str]:
     """The request's values of the key headers, repeated ones folded with ", " as `Headers[name]` folds them.
@@ -344,7 +341,7 @@ class Cassette:
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
         nearest = await asyncio.to_thread(misses.closest, path.parent, self.root, ident["method"], body)
         error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
-        flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), JSON_ERROR_HEADERS)
+        flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "miss"
         self.report.misses.append({"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative})
         log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
@@ -353,7 +350,7 @@ class Cassette:
         """A broken file must not look like a miss: a re-record would paper over it."""
         message = f"cassette unusable: {error}. Fix or delete the file, then run again."
         body = misses.error_body("cassette_invalid", message, cassette=str(path))
-        flow.response = http.Response.make(500, json.dumps(body, ensure_ascii=False), JSON_ERROR_HEADERS)
+        flow.response = http.Response.make(500, json.dumps(body, ensure_ascii=False), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "error"
         self.report.errors.append({"type": "cassette_invalid", "cassette": str(path), "message": str(error)})
         log.error(message)

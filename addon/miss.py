@@ -93,6 +93,11 @@ def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict
     ]
 
 
+ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "false"}
+"""Every error the addon answers itself: `x-should-retry: false` stops the OpenAI and Anthropic SDKs from
+retrying it twice with backoff (a 409 miss would only miss again; a dead upstream would stay dead)."""
+
+
 def error_body(error_type: str, message: str, **details: Any) -> dict:
     """An error in a shape every SDK surfaces: OpenAI reads `error.message`, Anthropic `type` + `error.type`."""
     return {"type": "error", "error": {"type": error_type, "code": error_type, "message": message, **details}}

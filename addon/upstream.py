@@ -31,15 +31,12 @@ from mitmproxy import ctx, http
 from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
-from .miss import error_body
+from .miss import ERROR_HEADERS, error_body
 from .report import Report
 
 log = logging.getLogger("cassette")
 
 UPSTREAM_ERROR = "cassette_upstream_error"
-
-ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "false"}
-"""No SDK retry: a second attempt would wait for the same dead or silent upstream again."""
 
 
 def error_response(status: int, message: str, url: str) -> http.Response:
