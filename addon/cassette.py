@@ -15,9 +15,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import urlsplit
 
 if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules:
@@ -34,7 +34,7 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
-from cassette_proxy.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths
 from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
@@ -43,6 +43,7 @@ from cassette_proxy.upstream import UpstreamGuard
 from mitmproxy import ctx, exceptions, http
 from mitmproxy import version as mitmproxy_version
 from mitmproxy.net import encoding
+from mitmproxy.net.http import status_codes
 
 log = logging.getLogger("cassette")
 
@@ -51,17 +52,20 @@ REPEATS = ("reuse", "sequence")
 DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 
 
-def key_header_values(fields: Sequence[tuple[bytes, bytes]], names: Sequence[str]) -> dict[str, str]:
-    """The request's values of the key headers, repeated ones folded with ", " as `Headers[name]` folds them.
+def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
+    """The request's values of the named headers (lower-case bytes), repeated ones folded with ", " as
+    `Headers[name]` folds them.
 
-    One pass over the raw fields: each `Headers` lookup scans every field, and copying them
-    all (`dict(flow.request.headers)`) was the largest cost of a hit (see benchmarks/).
+    One pass over the raw fields, decoding only the wanted ones: each `Headers` lookup scans every
+    field, and copying them all (`dict(flow.request.headers)`) was the largest cost of a hit (see benchmarks/).
     """
     found: dict[str, list[str]] = {}
     for raw_name, raw_value in fields:
-        name = raw_name.decode("utf-8", "surrogateescape").lower()
+        name = raw_name.lower()
         if name in names:
-            found.setdefault(name, []).append(raw_value.decode("utf-8", "surrogateescape"))
+            found.setdefault(name.decode("utf-8", "surrogateescape"), []).append(
+                raw_value.decode("utf-8", "surrogateescape")
+            )
     return {name: ", ".join(values) for name, values in found.items()}
 
 
@@ -86,7 +90,8 @@ class Cassette:
         self.writing = threading.Condition()
         self.writes_in_flight = 0
         self.upstream = UpstreamGuard(self.report)
-        self.addons = [self.upstream]
+        """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
+        child on every event of every flow, a cost each hit paid for nothing."""
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -174,16 +179,18 @@ class Cassette:
                 raise exceptions.OptionsError(
                     f"cassette_mode: {opts.cassette_mode!r} is not a mode; use one of {', '.join(MODES)}"
                 )
-            self.report.mode = opts.cassette_mode
+            self.report.mode = self.mode = opts.cassette_mode
         if "cassette_redact" in updated:
             try:
                 self.redact_rules = redact.parse_rules(opts.cassette_redact)
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_redact: {e}") from None
-        if "cassette_repeats" in updated and opts.cassette_repeats not in REPEATS:
-            raise exceptions.OptionsError(
-                f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
-            )
+        if "cassette_repeats" in updated:
+            if opts.cassette_repeats not in REPEATS:
+                raise exceptions.OptionsError(
+                    f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
+                )
+            self.repeats = opts.cassette_repeats
         if "cassette_ignore" in updated:
             try:
                 self.ignore = parse_ignore_paths(opts.cassette_ignore)
@@ -198,12 +205,16 @@ class Cassette:
             self.hosts = re.compile("|".join(fnmatch.translate(h.strip().lower()) for h in opts.cassette_hosts))
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+            self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
+        if updated & {"cassette_ignore", "cassette_key_headers"}:
+            self.keys = KeyCache(self.key_headers, self.ignore)
         if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
             raise exceptions.OptionsError(
                 f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
             )
         if "cassette_dir" in updated:
             self.root = Path(opts.cassette_dir).expanduser().resolve()
+            self.root_prefix = f"{self.root}{os.sep}"
             if self.root.exists() and not self.root.is_dir():
                 raise exceptions.OptionsError(f"cassette_dir: {opts.cassette_dir!r} exists and is not a folder")
         for name in ("cassette_report", "cassette_ready_file"):
@@ -247,11 +258,13 @@ class Cassette:
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not flow.live:
             return
-        mode = ctx.options.cassette_mode
+        mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
         if mode == "off" or not self.in_scope(flow.request.host):
             self.report.passthrough += 1
             return
         req = flow.request
+        headers = header_values(req.headers.fields, self.read_headers)
+        body = req.get_content(strict=False) if "content-encoding" in headers else req.raw_content
         facts = RequestFacts(
             method=req.method,
             scheme=req.scheme,
@@ -259,61 +272,68 @@ class Cassette:
             port=req.port,
             path=urlsplit(req.path).path or "/",
             query=list(req.query.items(multi=True)) if "?" in req.path else [],  # parsing rebuilds the whole URL
-            headers=key_header_values(req.headers.fields, self.key_headers),
-            body=req.get_content(strict=False) or b"",
-            content_type=req.headers.get("content-type", ""),
+            headers=headers,
+            body=body or b"",
+            content_type=headers.get("content-type", ""),
         )
-        ident = identity(facts, self.key_headers, self.ignore)
-        key = key_of(ident)
-        relative = store.relative_path(facts.scheme, facts.host, facts.port, facts.path, key)
-        if ctx.options.cassette_repeats == "sequence":
+        key = self.keys.key(facts)
+        relative = f"{store.endpoint_dir(facts.scheme, facts.host, facts.port, facts.path)}/{key}.json"
+        if self.repeats == "sequence":
             relative = self._next_in_sequence(key, relative, mode)
-        path = self.root / relative
+        path = self.root_prefix + relative
         if mode != "update":
             try:
-                cassette, body = self.replays.load(path)
+                replay = self.replays.load(path)
             except FileNotFoundError:
-                cassette = None
+                replay = None
             except (OSError, store.CassetteError) as e:
                 self._answer_unusable_cassette(flow, path, e)
                 return
-            if cassette is not None:
-                await self._replay(flow, cassette, body, relative.as_posix())
+            if replay is not None:
+                await self._replay(flow, replay, relative)
                 return
         if mode == "replay":
-            await self._answer_miss(flow, key, ident, path, relative.as_posix(), facts)
+            await self._answer_miss(flow, key, Path(path), relative, facts)
             return
+        ident = identity(facts, self.key_headers, self.ignore)
         flow.metadata["cassette"] = Pending(
             key=key,
-            path=path,
-            relative=relative.as_posix(),
+            path=Path(path),
+            relative=relative,
             request={
                 "method": ident["method"],
                 "url": ident["url"],
                 "headers": ident["headers"],
                 **store.body_fields(facts.body, facts.content_type),
             },
-            existed=path.exists(),
+            existed=os.path.exists(path),
         )
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
         req.headers["accept-encoding"] = "identity"
         self.report.upstream += 1
         self.upstream.forward(flow)
 
-    def _next_in_sequence(self, key: str, first: PurePosixPath, mode: str) -> PurePosixPath:
+    def _next_in_sequence(self, key: str, first: str, mode: str) -> str:
         """The n-th identical request uses the n-th recording; past the last one, replay keeps answering with it."""
         n = self.sequence.get(key, 0) + 1
-        if mode == "replay" and n > 1 and not (self.root / store.repeat_path(first, n)).exists():
+        if mode == "replay" and n > 1 and not os.path.exists(self.root_prefix + store.repeat_path(first, n)):
             n -= 1
         self.sequence[key] = n
         return store.repeat_path(first, n)
 
-    async def _replay(self, flow: http.HTTPFlow, cassette: dict, body: bytes, relative: str) -> None:
-        recorded = cassette["response"]
+    async def _replay(self, flow: http.HTTPFlow, replay: store.Replay, relative: str) -> None:
+        recorded = replay.cassette["response"]
         if recorded.get("body_format") == "events" and self.replay_speed is not None:
             await self._route_to_timed_replay(flow, recorded)
         else:
-            flow.response = http.Response.make(recorded["status"], body, recorded.get("headers", {}))
+            # The constructor, not `Response.make`: the headers come ready, content-length included,
+            # which saves `make` converting them and looking them up again on every hit.
+            status = recorded["status"]
+            now = time.time()
+            reason = status_codes.RESPONSES.get(status, "").encode()
+            flow.response = http.Response(
+                b"HTTP/1.1", status, reason, replay.header_fields, replay.body, None, now, now
+            )
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
         self.report.cassettes_used.add(relative)
@@ -331,9 +351,8 @@ class Cassette:
         req.path = self.timed_replay.register(stream)
         flow.metadata["cassette_timed_replay"] = True
 
-    async def _answer_miss(
-        self, flow: http.HTTPFlow, key: str, ident: dict, path: Path, relative: str, facts: RequestFacts
-    ) -> None:
+    async def _answer_miss(self, flow: http.HTTPFlow, key: str, path: Path, relative: str, facts: RequestFacts) -> None:
+        ident = identity(facts, self.key_headers, self.ignore)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
         body = redact.redacted(
             store.body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
@@ -346,17 +365,20 @@ class Cassette:
         self.report.misses.append({"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative})
         log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
 
-    def _answer_unusable_cassette(self, flow: http.HTTPFlow, path: Path, error: Exception) -> None:
+    def _answer_unusable_cassette(self, flow: http.HTTPFlow, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
         message = f"cassette unusable: {error}. Fix or delete the file, then run again."
-        body = misses.error_body("cassette_invalid", message, cassette=str(path))
+        body = misses.error_body("cassette_invalid", message, cassette=path)
         flow.response = http.Response.make(500, json.dumps(body, ensure_ascii=False), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "error"
-        self.report.errors.append({"type": "cassette_invalid", "cassette": str(path), "message": str(error)})
+        self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": str(error)})
         log.error(message)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Never buffer SSE or NDJSON (recorded, timed replay, passthrough); while recording, keep a timed copy."""
+        self.upstream.responseheaders(flow)
+        if "cassette_outcome" in flow.metadata and "cassette_timed_replay" not in flow.metadata:
+            return  # answered here, whole
         if flow.response is None or callable(flow.response.stream):
             return  # another addon already transforms this stream
         kind = stream_kind(flow.response.headers.get("content-type", ""))
@@ -387,6 +409,7 @@ class Cassette:
         """A recorded stream cut off before it was complete: no cassette, and an error in the report."""
         pending = flow.metadata.get("cassette")
         recorder = flow.metadata.get("cassette_stream")
+        self.upstream.error(flow)
         if not isinstance(pending, Pending) or recorder is None or recorder.saved_events is not None:
             return
         reason = (

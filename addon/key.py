@@ -10,10 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from email.parser import BytesParser
 from email.policy import HTTP
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "sig"})
@@ -22,9 +21,12 @@ SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@dataclass(frozen=True)
-class RequestFacts:
-    """What the key is computed from, independent of mitmproxy's flow objects."""
+class RequestFacts(NamedTuple):
+    """What the key is computed from, independent of mitmproxy's flow objects.
+
+    A named tuple, not a frozen dataclass: one is built for every request, and
+    building a named tuple costs a fifth as much.
+    """
 
     method: str
     scheme: str
@@ -155,14 +157,50 @@ def identity(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Seque
     }
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
 def key_of(ident: dict) -> str:
     """The first 32 hex characters of the SHA-256 of the identity's canonical JSON."""
-    canonical = json.dumps(ident, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    canonical = _CANONICAL.encode(ident)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def request_key(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Sequence[Sequence[str]] = ()) -> str:
     return key_of(identity(facts, key_headers, ignore))
+
+
+class KeyCache:
+    """The keys of requests this run has already seen, by their exact facts.
+
+    Canonical JSON (parse the body, dump it with sorted keys) is the largest
+    part of a hit that is ours, and a suite sends many requests more than
+    once: a fixture per test, parametrised tests, retries. The same facts
+    always give the same key, so the cache is exact; it holds at most `size`
+    entries, and none for a body above `max_body` bytes.
+    """
+
+    def __init__(
+        self, key_headers: Iterable[str], ignore: Sequence[Sequence[str]], size: int = 1024, max_body: int = 65536
+    ) -> None:
+        self.key_headers = tuple(key_headers)
+        self.ignore = ignore
+        self.size = size
+        self.max_body = max_body
+        self._keys: dict[tuple, str] = {}
+
+    def key(self, facts: RequestFacts) -> str:
+        if len(facts.body) > self.max_body:
+            return request_key(facts, self.key_headers, self.ignore)
+        exact = (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(facts.query),
+                 tuple(facts.headers.items()), facts.body, facts.content_type)  # fmt: skip
+        key = self._keys.get(exact)
+        if key is None:
+            key = request_key(facts, self.key_headers, self.ignore)
+            if len(self._keys) >= self.size:
+                del self._keys[next(iter(self._keys))]
+            self._keys[exact] = key
+        return key
 
 
 def parse_query(query_string: str) -> list[tuple[str, str]]:

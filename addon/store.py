@@ -16,7 +16,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from .key import DEFAULT_PORTS, parse_json_body
 
@@ -76,22 +76,26 @@ def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> Pur
     """Where the cassette of a request lives, relative to the cassette folder."""
     if not _KEY.match(key):
         raise ValueError(f"not a cassette key: {key!r}")
-    return _endpoint_dir(scheme, host, port, path) / f"{key}.json"
+    return PurePosixPath(endpoint_dir(scheme, host, port, path), f"{key}.json")
 
 
 @functools.lru_cache(maxsize=1024)
-def _endpoint_dir(scheme: str, host: str, port: int, path: str) -> PurePosixPath:
-    """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
+def endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
+    """The folder of one endpoint's cassettes, relative and `/`-separated.
+
+    A string, cached: the hit path joins it with the key for every request, and
+    a suite calls few endpoints many times.
+    """
     host_dir = _segment(host.lower())
     if DEFAULT_PORTS.get(scheme) != port:
         host_dir += f"_{port}"
     segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]
-    return PurePosixPath(host_dir, *segments)
+    return "/".join([host_dir, *segments])
 
 
-def repeat_path(first: PurePosixPath, n: int) -> PurePosixPath:
+def repeat_path(first: str, n: int) -> str:
     """The n-th recording of one request (`cassette_repeats=sequence`): `<key>.json`, then `<key>.2.json`, …"""
-    return first if n == 1 else first.with_name(f"{first.stem}.{n}.json")
+    return first if n == 1 else f"{first.removesuffix('.json')}.{n}.json"
 
 
 def body_fields(body: bytes, content_type: str) -> dict:
@@ -257,8 +261,35 @@ def _valid_events(body: Any) -> bool:
     )
 
 
+class Replay(NamedTuple):
+    """A cassette ready to answer with: parsed, its body encoded, its headers as wire fields."""
+
+    cassette: dict
+    body: bytes
+    header_fields: tuple[tuple[bytes, bytes], ...]
+    """The stored response headers plus `content-length`, as (name, value) bytes in mitmproxy's `Headers` form."""
+
+
+def replay_of(path: Path, cassette: dict) -> Replay:
+    response = cassette["response"]
+    try:
+        body = decode_body(response.get("body_format", "text"), response.get("body", ""))
+    except (ValueError, TypeError, AttributeError) as e:
+        raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
+    try:
+        fields = [(_wire(name), _wire(value)) for name, value in response.get("headers", {}).items()]
+    except UnicodeEncodeError as e:
+        raise CassetteError(path, f"response.headers hold a character HTTP cannot carry: {e}") from None
+    fields.append((b"content-length", str(len(body)).encode()))
+    return Replay(cassette, body, tuple(fields))
+
+
+def _wire(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
 class ReplayCache:
-    """Cassettes already answered in this run, parsed and with their response body encoded.
+    """Cassettes already answered in this run, ready to answer with again (see `Replay`).
 
     A suite often sends the same request many times (a fixture per test); the
     cache saves re-parsing the file each time. An entry is used only while the
@@ -268,23 +299,17 @@ class ReplayCache:
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
-        self._entries: dict[str, tuple[tuple[int, int, int], dict, bytes]] = {}
+        self._entries: dict[str, tuple[tuple[int, int, int], Replay]] = {}
 
-    def load(self, path: Path) -> tuple[dict, bytes]:
-        """(cassette, response body bytes); the same errors as `load`. Callers must not mutate the cassette."""
-        name = str(path)
-        status = os.stat(name)
+    def load(self, path: str) -> Replay:
+        """The same errors as `load`. Callers must not mutate the cassette."""
+        status = os.stat(path)
         stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
-        entry = self._entries.get(name)
+        entry = self._entries.get(path)
         if entry is not None and entry[0] == stamp:
-            return entry[1], entry[2]
-        cassette = load(path)
-        response = cassette["response"]
-        try:
-            body = decode_body(response.get("body_format", "text"), response.get("body", ""))
-        except (ValueError, TypeError, AttributeError) as e:
-            raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
+            return entry[1]
+        replay = replay_of(Path(path), load(Path(path)))
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
-        self._entries[name] = (stamp, cassette, body)
-        return cassette, body
+        self._entries[path] = (stamp, replay)
+        return replay

@@ -72,7 +72,7 @@ async def unreachable(host: str, port: int, tls: ssl.SSLContext | None, timeout:
 
 
 class UpstreamGuard:
-    """A child addon of the cassette addon: its hooks run right after the cassette addon's."""
+    """Driven by the cassette addon: it calls `forward` for each forwarded request, and its hooks from its own."""
 
     def __init__(self, report: Report) -> None:
         self.report = report

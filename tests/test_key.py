@@ -4,7 +4,7 @@ import json
 import random
 
 import pytest
-from cassette_proxy.key import RequestFacts, identity, parse_ignore_paths, request_key
+from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths, request_key
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -199,3 +199,21 @@ def test_the_key_is_32_hex_characters_of_the_documented_recipe():
 def test_invalid_ignore_paths_are_refused(spec):
     with pytest.raises(ValueError, match="invalid ignore path"):
         parse_ignore_paths([spec])
+
+
+@given(json_objects, json_objects, st.randoms())
+def test_the_key_cache_gives_the_key_computed_afresh(first, second, rng):
+    cache = KeyCache(["openai-beta"], parse_ignore_paths(["metadata"]), size=2)
+    requests = [facts(encoded(first)), facts(encoded(second), headers={"openai-beta": "assistants=v2"})]
+    requests.append(facts(encoded(shuffled(first, rng)), query=[("api-version", "1")]))
+    for request in requests * 2:  # the second time from the cache, or after an eviction
+        assert cache.key(request) == request_key(request, ["openai-beta"], parse_ignore_paths(["metadata"]))
+
+
+def test_the_key_cache_stays_bounded_and_skips_large_bodies():
+    cache = KeyCache([], (), size=3, max_body=100)
+    for i in range(5):
+        cache.key(facts(encoded({"i": i})))
+    cache.key(facts(encoded({"text": "x" * 200})))
+    assert len(cache._keys) == 3
+    assert all(len(exact[7]) <= 100 for exact in cache._keys)
