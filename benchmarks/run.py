@@ -192,7 +192,7 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     via_proxy = [workload.raw_request(HOST, port, b, via_proxy=True) for b in bodies]
     direct = [workload.raw_request(HOST, port, b, via_proxy=False) for b in bodies]
     # (b′) sends each of these once: every hit is that cassette's first in the run (nothing cached yet).
-    first_sight_count = WARM_UP + rounds * 2 * total
+    first_sight_count = (1 + rounds * 2) * total  # a slice of `total` for the warm-up and for each measurement
     first_sight = synthetic_requests(port, list(range(first_sight_count)))
 
     # Record the same 50 interactions both ways, through the proxy, from the fake upstream.
