@@ -460,7 +460,7 @@ def markdown(results: dict) -> str:
             cells += [f"{figures['rps']:.0f}", f"{figures['p50_ms']:.2f}", f"{figures['p99_ms']:.2f}"]
             cells.append("–" if cpu is None else f"{cpu:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Ratios (median of the per-round ratios; above 1 favours ours): "]
+    lines += ["", "Ratios (req/s: median of the per-round ratios; CPU: over all requests; above 1 favours ours): "]
     lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items())
     lines.append("")
     lines += [
