@@ -277,7 +277,7 @@ class Cassette:
             content_type=headers.get("content-type", ""),
         )
         key = self.keys.key(facts)
-        relative = f"{store.endpoint_dir(facts.scheme, facts.host, facts.port, facts.path)}/{key}.json"
+        relative = store.relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
         if self.repeats == "sequence":
             relative = self._next_in_sequence(key, relative, mode)
         path = self.root_prefix + relative

@@ -74,18 +74,20 @@ def _segment(text: str) -> str:
 
 def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
     """Where the cassette of a request lives, relative to the cassette folder."""
+    return PurePosixPath(relative_name(scheme, host, port, path, key))
+
+
+def relative_name(scheme: str, host: str, port: int, path: str, key: str) -> str:
+    """`relative_path` as a `/`-separated string: the hit path builds one for every request, and a
+    string join costs a fraction of a `pathlib` one."""
     if not _KEY.match(key):
         raise ValueError(f"not a cassette key: {key!r}")
-    return PurePosixPath(endpoint_dir(scheme, host, port, path), f"{key}.json")
+    return f"{_endpoint_dir(scheme, host, port, path)}/{key}.json"
 
 
 @functools.lru_cache(maxsize=1024)
-def endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
-    """The folder of one endpoint's cassettes, relative and `/`-separated.
-
-    A string, cached: the hit path joins it with the key for every request, and
-    a suite calls few endpoints many times.
-    """
+def _endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
+    """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
     host_dir = _segment(host.lower())
     if DEFAULT_PORTS.get(scheme) != port:
         host_dir += f"_{port}"

@@ -140,6 +140,25 @@ def test_the_replay_cache_refuses_a_body_that_does_not_match_its_format(tmp_path
         store.ReplayCache().load(path)
 
 
+def test_a_replay_carries_its_headers_as_wire_fields_with_the_body_length(tmp_path):
+    path = tmp_path / f"{KEY}.json"
+    store.write_atomic(path, store.dumps(cassette(headers={"content-type": "application/json", "x-request-id": "é"})))
+    replay = store.ReplayCache().load(str(path))
+    assert replay.body == b'{"ok": true}'
+    assert replay.header_fields == (
+        (b"content-type", b"application/json"),
+        (b"x-request-id", "é".encode()),
+        (b"content-length", b"12"),
+    )
+
+
+def test_a_header_http_cannot_carry_makes_the_cassette_unusable(tmp_path):
+    path = tmp_path / f"{KEY}.json"
+    path.write_text(json.dumps(cassette(headers={"x-note": "\ud800"})))  # a lone surrogate, as JSON allows
+    with pytest.raises(store.CassetteError, match="cannot carry"):
+        store.ReplayCache().load(str(path))
+
+
 def test_the_replay_cache_stays_bounded(tmp_path):
     cache = store.ReplayCache(size=2)
     paths = [tmp_path / f"{i:032x}.json" for i in range(3)]
