@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent.parent / "tests")]
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent.parent / "tests" / "support")]
 
 from mitmproxy import http, io  # noqa: E402
 from mitmproxy.test import tflow  # noqa: E402

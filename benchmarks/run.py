@@ -34,12 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 import load  # noqa: E402
 import openai  # noqa: E402
 import workload  # noqa: E402
-from cassette_proxy import key, store  # noqa: E402
+from cassette_proxy.core import key  # noqa: E402
+from cassette_proxy.core.cassette_file import body_fields, dumps, new_cassette  # noqa: E402
+from cassette_proxy.core.location import relative_path  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
 STARTED = time.perf_counter()
@@ -145,14 +147,14 @@ def write_synthetic_cassettes(root: Path, port: int, first: int, count: int) -> 
             "method": "POST",
             "url": ident["url"],
             "headers": ident["headers"],
-            **store.body_fields(body, "json"),
+            **body_fields(body, "json"),
         }
         response = {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json"}
         response["body"] = workload.answer_of(body)
-        cassette = store.new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
-        path = root / store.relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
+        cassette = new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
+        path = root / relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(store.dumps(cassette))
+        path.write_bytes(dumps(cassette))
 
 
 def write_synthetic_flows(flows: Path, port: int, first: int, count: int) -> None:

@@ -3,7 +3,7 @@
     python benchmarks/slow_upstream.py --ready-file F
 
 Everything else (the ready file, non-streamed answers, the stats endpoint) is
-tests/fake_upstream.py, which this extends.
+tests/support/fake_upstream.py, which this extends.
 """
 
 import json
@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 import fake_upstream
 

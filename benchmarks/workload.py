@@ -1,6 +1,6 @@
 """The requests every benchmark sends: realistic OpenAI chat calls, byte-identical on every send.
 
-Stdlib only (plus tests/fake_upstream.py, on sys.path): it is imported by the
+Stdlib only (plus tests/support/fake_upstream.py, on sys.path): it is imported by the
 benchmark (client environment) and by make_flows.py (proxy environment). mitmproxy's server replay matches raw body
 bytes, so a request must be built the same way each time it is sent.
 """

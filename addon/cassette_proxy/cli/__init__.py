@@ -1,0 +1,36 @@
+"""The `cassette` console command: a thin dispatcher over one module per subcommand.
+
+Each module in SUBCOMMANDS exposes `register(subparsers)`, which adds its
+parser(s) and sets `func` (args -> exit status) as a default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..launch.launcher import LauncherError
+from . import diff, env, ls, prune, run, scan, serve, show, stale
+
+SUBCOMMANDS = (run, serve, env, ls, show, diff, scan, stale, prune)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cassette",
+        description="Record LLM API calls once through mitmproxy, replay them from disk in CI; review the cassettes.",
+    )
+    subparsers = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except LauncherError as e:
+        print(f"cassette: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""`cassette env`: the environment of the running `cassette serve`, as `export` lines for `eval "$(cassette env)"`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..launch import launcher
+from ..launch.serve_state import STATE_HEADER, state_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "env",
+        help="print the environment of the running `cassette serve`",
+        description='Print `export` lines pointing clients at the running `cassette serve`: eval "$(cassette env)".',
+    )
+    parser.set_defaults(func=env)
+
+
+def env(args: argparse.Namespace) -> int:
+    state = state_file()
+    text = state.read_text() if state.exists() else ""
+    header, _, exports = text.partition("\n")
+    pid = header.removeprefix(STATE_HEADER)
+    if not header.startswith(STATE_HEADER) or not pid.isdigit() or not _alive(int(pid)):
+        raise launcher.LauncherError("no `cassette serve` is running for this user; start one with `cassette serve`")
+    print(exports, end="")
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

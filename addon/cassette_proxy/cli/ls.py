@@ -1,0 +1,69 @@
+"""`cassette ls`: one readable line per cassette (key, date, size, model, endpoint, prompt).
+
+A folder of hash-named JSON files tells a reader nothing; these say which
+endpoint, model and prompt each file holds, when it was recorded and how big it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core.cassette_file import CassetteError, load
+from ..core.defaults import default_dir
+from ..core.location import cassette_files
+from ..core.summary import one_line as short
+from ..core.summary import summarize_request
+
+SHORT_KEY = 8
+
+
+def size(path: Path) -> str:
+    n = path.stat().st_size
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def endpoint(url: str) -> str:
+    """`api.openai.com/v1/chat/completions`: the host and path, without scheme and query."""
+    return url.split("://", 1)[-1].split("?", 1)[0]
+
+
+def short_key(path: Path) -> str:
+    """The start of the key, plus `.2` for the second recording of a sequence: enough for `cassette show`."""
+    return path.stem[:SHORT_KEY] + path.stem[32:]
+
+
+def ls_line(path: Path) -> str:
+    cassette = load(path)
+    request = summarize_request(cassette["request"])
+    return "  ".join(
+        [
+            short_key(path).ljust(SHORT_KEY + 2),
+            str(cassette.get("recorded_at", "?"))[:10].ljust(10),
+            size(path).rjust(8),
+            short(request.model or "-", 24).ljust(24),
+            short(endpoint(request.url), 48).ljust(48),
+            short(request.first_user_message, 60),
+        ]
+    ).rstrip()
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    root = args.dir
+    if not root.is_dir():
+        print(f"cassette ls: {root} is not a folder (pass the cassette folder, or set CASSETTE_DIR)")
+        return 2
+    broken = 0
+    for path in cassette_files(root):
+        try:
+            print(ls_line(path))
+        except (OSError, CassetteError) as e:
+            print(f"{short_key(path).ljust(SHORT_KEY + 2)}  unreadable: {e}")
+            broken += 1
+    return 1 if broken else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    ls = subparsers.add_parser("ls", help="one line per cassette: key, recorded date, size, model, endpoint, prompt")
+    ls.add_argument("dir", nargs="?", type=Path, default=default_dir(), help="cassette folder")
+    ls.set_defaults(func=run_ls)

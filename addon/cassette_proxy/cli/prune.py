@@ -1,0 +1,98 @@
+"""`cassette prune`: the cassettes no test run used, from the runs' reports; `--delete` removes them.
+
+A cassette nobody replays rots: it still costs review time and still may
+hold data. But "unused" is only known from complete runs: a run with a miss
+or an error stopped early somewhere, and pruning after it would delete live
+cassettes. So prune refuses, and deletes nothing, unless every report is clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..core.defaults import default_dir
+from ..core.location import cassette_files
+
+
+class Refusal(Exception):
+    """Pruning on these reports could delete cassettes a complete run would use."""
+
+
+def used_cassettes(report_paths: list[Path]) -> set[str]:
+    """The union of what the runs read or wrote; raises Refusal when a report cannot vouch for its run."""
+    used: set[str] = set()
+    for path in report_paths:
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+            names = report["cassettes_used"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise Refusal(f"{path}: not a run report ({e})") from None
+        misses, errors = len(report.get("misses") or []), len(report.get("errors") or [])
+        if misses or errors:
+            raise Refusal(
+                f"{path}: the run had {misses} miss(es) and {errors} error(s), so it may not have reached every "
+                "cassette; fix the run and prune on a clean report"
+            )
+        if report.get("mode") == "off":
+            raise Refusal(f"{path}: an off-mode run reads no cassettes")
+        used.update(names)
+    return used
+
+
+def unused_cassettes(root: Path, used: set[str]) -> list[Path]:
+    present = {path.relative_to(root).as_posix(): path for path in cassette_files(root)}
+    vanished = sorted(used - present.keys())
+    if vanished:
+        raise Refusal(
+            f"the reports name {len(vanished)} cassette(s) that are not in {root} (first: {vanished[0]}); "
+            "is --dir the folder those runs used?"
+        )
+    return [path for name, path in sorted(present.items()) if name not in used]
+
+
+def delete(paths: list[Path], root: Path) -> None:
+    """Remove the files, then the folders they leave empty (never the cassette folder itself)."""
+    for path in paths:
+        path.unlink()
+        folder = path.parent
+        while folder != root and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.dir.resolve()
+    try:
+        if not root.is_dir():
+            raise Refusal(f"{args.dir} is not a folder (pass --dir, or set CASSETTE_DIR)")
+        unused = unused_cassettes(root, used_cassettes(args.reports))
+    except Refusal as e:
+        print(f"cassette prune: refusing, nothing deleted: {e}")
+        return 2
+    for path in unused:
+        print(path.relative_to(root).as_posix())
+    if not unused:
+        print(f"every cassette in {args.dir} was used by these {len(args.reports)} run(s)")
+        return 0
+    if args.delete:
+        delete(unused, root)
+        print(f"deleted {len(unused)} unused cassette(s)")
+        return 0
+    print(f"{len(unused)} cassette(s) no run used; run again with --delete to remove them")
+    return 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "prune",
+        help="list (or --delete) the cassettes no run used, from run reports; refuses on a report with misses or errors",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument(
+        "reports", nargs="+", type=Path, metavar="REPORT", help="run reports (cassette_report) to trust"
+    )
+    parser.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder the runs used")
+    parser.add_argument("--delete", action="store_true", help="remove the unused cassettes instead of listing them")
+    parser.set_defaults(func=run)

@@ -1,0 +1,76 @@
+"""`cassette run -- COMMAND`: one proxy around one test command, in any language."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+from ..core.report import strict_failures, summary
+from ..launch import launcher
+
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a command with a proxy wired into its environment",
+        description="Start the proxy on a free port, run COMMAND with every common runtime pointed at it, stop the "
+        "proxy, print a summary and exit with COMMAND's status.",
+    )
+    launcher.add_arguments(parser)
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="Exit non-zero when there was a miss, a cassette error or (in replay) an upstream request, "
+        "even if the command swallowed it and succeeded.",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
+    for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
+        signal.signal(sig, _exit_on_signal)
+    proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
+    try:
+        status = _run_command(command, proxy.client_env(os.environ))
+    finally:
+        report = proxy.stop()
+    print(summary(report), file=sys.stderr)
+    failures = strict_failures(report) if args.strict else []
+    if failures:
+        print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
+        return status or 1
+    return status
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _run_command(command: list[str], env: dict[str, str]) -> int:
+    """COMMAND's exit status (128 + N when killed by signal N, as shells report it).
+
+    Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
+    the proxy outlives the suite's teardown; SIGTERM and SIGHUP sent to us are
+    passed on to COMMAND.
+    """
+    try:
+        child = subprocess.Popen(command, env=env)
+    except FileNotFoundError:
+        raise launcher.LauncherError(f"command not found: {command[0]}") from None
+    previous = {sig: signal.signal(sig, lambda sig, _: child.send_signal(sig)) for sig in FORWARDED_SIGNALS}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        status = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - status if status < 0 else status

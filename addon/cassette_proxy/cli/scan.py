@@ -1,0 +1,204 @@
+"""`cassette scan`: find secrets (and, asked for, personal data) in cassette files before they are committed.
+
+It uses the redaction rules (so whatever recording would have redacted is
+caught in files written before, or edited by hand) plus a detector for
+random-looking tokens of unknown shape. Findings name the file, the JSON path
+and the rule, and show a masked excerpt: the scanner's output is safe to paste
+into a CI log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from ..core.defaults import default_dir
+from ..core.events import payload_lines
+from ..core.location import cassette_files
+from ..core.redact import SIDES, Rule, parse_rules
+
+TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
+MAX_TOKEN = 128
+"""Longer runs are data (base64 images, audio, embeddings), not credentials; the shaped rules still see them."""
+
+DATA_KEYS = frozenset(
+    {"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "thoughtSignature", "encrypted_content"}
+)
+"""JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures."""
+
+METADATA = frozenset({"cassette_format", "key", "recorded_at", "recorded_with"})
+"""Written by the proxy, not by the API or the application: the hex key would otherwise pass for a card number."""
+
+MIN_ENTROPY_RATIO = 0.8
+MIN_CLASS_SWITCHES = 0.4
+"""A random base62 token of 20+ characters reaches both in about 97% of cases (measured); camelCase names stay
+below the class-switch ratio because their letters come in runs."""
+
+
+class Line(int):
+    """A line of a text body (an SSE or NDJSON stream), in a finding's path."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    file: str
+    path: str
+    rule: str
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.path}: {self.rule}: {self.excerpt}"
+
+
+def mask(secret: str) -> str:
+    """Enough to recognise the value's shape, never enough to use it."""
+    shown = secret[:4] if len(secret) >= 12 else secret[:1]
+    return f"{shown}…({len(secret)} chars)"
+
+
+def render_path(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, Line):
+            out += f"[line {part}]"
+        elif isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(file)"
+
+
+def strings(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every string in a parsed cassette with its path; stream bodies (SSE, NDJSON) are opened up line by line."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from strings(item, (*path, name))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from strings(item, (*path, i))
+    elif isinstance(value, str):
+        lines = payload_lines(value) if "\n" in value else None
+        if lines is None:
+            yield path, value
+        for number, payload in lines or []:
+            yield from strings(payload, (*path, Line(number)))
+
+
+def entropy_ratio(token: str) -> float:
+    """Shannon entropy per character, relative to the most a token of this length could have."""
+    counts = Counter(token)
+    entropy = -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
+    return entropy / math.log2(min(len(token), 64))
+
+
+def _class(char: str) -> int:
+    return 0 if char.isupper() else 1 if char.islower() else 2 if char.isdigit() else 3
+
+
+def looks_random(token: str) -> bool:
+    """Mixed case and digits, near-maximal entropy, and character classes that switch like noise, not like words."""
+    if not (any(c.isupper() for c in token) and any(c.islower() for c in token) and any(c.isdigit() for c in token)):
+        return False
+    switches = sum(_class(a) != _class(b) for a, b in pairwise(token)) / (len(token) - 1)
+    return switches >= MIN_CLASS_SWITCHES and entropy_ratio(token) >= MIN_ENTROPY_RATIO
+
+
+def entropy_applies(path: tuple[str | int, ...]) -> bool:
+    """Not on stored headers, encoded-data fields or object ids."""
+    names = [p for p in path if isinstance(p, str)]
+    if not names or (names[0] in SIDES and names[1:2] == ["headers"]):
+        return False
+    last = names[-1]
+    return not (DATA_KEYS.intersection(names) or last == "id" or last.endswith(("_id", "-id", "Id")))
+
+
+def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iterator[tuple[str, str, str]]:
+    """(path, rule, masked excerpt) for every finding in a parsed cassette."""
+    for path, text in strings(document):
+        if path[:1] and path[0] in METADATA:
+            continue
+        spans = []
+        for rule in rules:
+            if rule.applies_to(path):
+                for start, end, _ in rule.matches(text):
+                    spans.append((start, end))
+                    yield render_path(path), rule.name, mask(text[start:end])
+        if not entropy or not entropy_applies(path):
+            continue
+        for m in TOKEN.finditer(text):
+            token = m.group(0)
+            overlaps = any(start < m.end() and m.start() < end for start, end in spans)
+            if len(token) <= MAX_TOKEN and not overlaps and looks_random(token):
+                yield render_path(path), "high-entropy", mask(token)
+
+
+def scan_file(path: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Finding]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = text
+    return [
+        Finding(str(path), where, rule, excerpt) for where, rule, excerpt in scan_document(document, rules, entropy)
+    ]
+
+
+def files_to_scan(paths: list[Path]) -> list[Path]:
+    """Folders give their cassette files; files named explicitly (as pre-commit passes them) are scanned as given."""
+    found = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(cassette_files(path))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such file or folder")
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        rules = parse_rules(args.rule)
+        files = files_to_scan(args.paths or [default_dir()])
+    except (ValueError, FileNotFoundError) as e:
+        print(f"cassette scan: {e}")
+        return 2
+    findings = [finding for file in files for finding in scan_file(file, rules, not args.no_entropy)]
+    for finding in findings:
+        print(finding)
+    if findings:
+        print(
+            f"{len(findings)} finding(s) in {len({f.file for f in findings})} of {len(files)} file(s). "
+            "Re-record with the redaction rule that covers it (cassette_redact) or edit the file, then scan again."
+        )
+        return 1
+    print(f"no secrets found in {len(files)} file(s)")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "scan",
+        help="find secrets (and, with --rule pii, personal data) in cassette files; exits 1 when it finds any",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument(
+        "paths", nargs="*", type=Path, help="cassette files or folders (default: $CASSETTE_DIR or ./cassettes)"
+    )
+    parser.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        help="also look for this: a rule name (email, phone, card, pii) or a /[target/]regex/replacement rule, "
+        "as in cassette_redact; repeatable",
+    )
+    parser.add_argument("--no-entropy", action="store_true", help="only the shaped rules, no random-token detection")
+    parser.set_defaults(func=run)

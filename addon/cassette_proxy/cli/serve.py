@@ -1,0 +1,72 @@
+"""`cassette serve`: the proxy in the foreground; `cassette env` (env.py) prints its environment for `eval`.
+
+For people who start the proxy themselves, e.g. to run tests from an IDE:
+    cassette serve            # in one terminal
+    eval "$(cassette env)"    # in another; then run anything
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+from ..core.report import summary
+from ..launch import launcher
+from ..launch.serve_state import STATE_HEADER, state_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve_parser = subparsers.add_parser(
+        "serve",
+        help="run the proxy in the foreground and print the environment to export",
+        description="Start the proxy, print `export` lines for its client environment (also available from "
+        "`cassette env`), show its log until Ctrl-C or SIGTERM, then print a summary.",
+    )
+    launcher.add_arguments(serve_parser)
+    serve_parser.add_argument("--port", type=int, default=0, help="Forward-proxy port; 0 (default) picks a free one.")
+    serve_parser.set_defaults(func=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    state = state_file()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops cleanly, like Ctrl-C
+    try:
+        proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    try:
+        exports = proxy.exports(os.environ)
+        state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
+        print(exports, end="")
+        print(
+            f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',
+            flush=True,
+        )
+        _follow_log(proxy)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if state.exists() and state.read_text().startswith(f"{STATE_HEADER}{os.getpid()}\n"):
+            state.unlink()
+        report = proxy.stop()
+    print(summary(report), file=sys.stderr)
+    return 0 if proxy.process.returncode in (0, -signal.SIGTERM) else 1
+
+
+def _follow_log(proxy: launcher.RunningProxy) -> None:
+    """Copy mitmdump's log to stderr as it grows, until mitmdump exits."""
+    with proxy.log_path.open("rb") as log:
+        while True:
+            chunk = log.read()
+            if chunk:
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+            elif proxy.process.poll() is not None:
+                return
+            else:
+                time.sleep(0.2)

@@ -1,0 +1,70 @@
+"""`cassette show KEY|FILE`: one cassette in full, readable: request, messages, response (a stream as assembled)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core.cassette_file import CassetteError, load
+from ..core.defaults import default_dir
+from ..core.location import cassette_files
+from ..core.summary import conversation, summarize_request, summarize_response
+from ..core.summary import one_line as short
+from .ls import size
+
+
+def show_text(path: Path) -> str:
+    cassette = load(path)
+    request, response = cassette["request"], cassette["response"]
+    asked, answered = summarize_request(request), summarize_response(response)
+    recorded_with = ", ".join(f"{name} {version}" for name, version in (cassette.get("recorded_with") or {}).items())
+    lines = [
+        f"file:      {path}",
+        f"key:       {cassette['key']}",
+        f"recorded:  {cassette.get('recorded_at', '?')}" + (f" with {recorded_with}" if recorded_with else ""),
+        f"size:      {size(path)}",
+        f"request:   {asked.method} {asked.url}",
+        f"model:     {asked.model or '-'}",
+    ]
+    turns = conversation(request.get("body") if request.get("body_format") == "json" else None)
+    lines += ["messages:"] + [f"  {role}: {short(text, 200)}" for role, text in turns] if turns else []
+    lines += [
+        f"response:  {answered.status}" + (f", model {answered.model}" if answered.model else "")
+        + (f", finish {answered.finish_reason}" if answered.finish_reason else ""),
+        "content:",
+        *(f"  {line}" for line in (answered.content or "(no text)").splitlines()),
+    ]  # fmt: skip
+    return "\n".join(lines)
+
+
+def find(target: str, root: Path) -> list[Path]:
+    """A file path as given, else the cassettes whose name starts with the key (or key prefix)."""
+    path = Path(target)
+    if path.is_file():
+        return [path]
+    found = [p for p in cassette_files(root) if p.name.startswith(target)] if root.is_dir() else []
+    exact = [p for p in found if p.stem == target]  # a full key names `<key>.json`, not its `<key>.2.json` repeats
+    return exact or found
+
+
+def run_show(args: argparse.Namespace) -> int:
+    found = find(args.target, args.dir)
+    if len(found) != 1:
+        problem = "matches several cassettes" if found else f"is neither a file nor a key in {args.dir}"
+        print(f"cassette show: {args.target!r} {problem}")
+        for path in found:
+            print(f"  {path}")
+        return 2
+    try:
+        print(show_text(found[0]))
+    except (OSError, CassetteError) as e:
+        print(f"cassette show: unreadable cassette: {e}")
+        return 1
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    show = subparsers.add_parser("show", help="one cassette in full, readable: request, messages, response")
+    show.add_argument("target", metavar="KEY|FILE", help="a cassette file, or its key (a prefix is enough)")
+    show.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder to look the key up in")
+    show.set_defaults(func=run_show)

@@ -1,0 +1,41 @@
+"""How every file of ours is written: whole or not at all, even when the writer is killed halfway."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+STALE_TEMP_SECONDS = 60
+"""A temp file older than this was left by a killed writer; younger ones may belong to a live proxy sharing the folder."""
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temp file in the same folder and rename: readers see the old file or the new, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
+    """Delete the `.<name>.*.tmp` files a killed writer left behind; lookups never read them anyway."""
+    now = time.time() if now is None else now
+    removed = []
+    for tmp in root.rglob(".*.json.*.tmp") if root.is_dir() else ():
+        try:
+            if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            continue
+    return removed

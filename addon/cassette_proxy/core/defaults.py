@@ -1,0 +1,55 @@
+"""Every default and environment-variable name the addon, the launcher, the CLI and the pytest plugin share.
+
+One place, so that `mitmdump -s addon/cassette.py`, `cassette run` and the
+pytest plugin can never disagree on what "the default" is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MODES = ("replay", "record", "update", "off")
+DEFAULT_MODE = "replay"
+"""The safe default: answer from disk only; recording is always asked for."""
+
+REPEATS = ("reuse", "sequence")
+DEFAULT_REPEATS = "reuse"
+
+DEFAULT_DIR = "cassettes"
+
+MODE_VAR = "CASSETTE_MODE"
+DIR_VAR = "CASSETTE_DIR"
+REPLAY_TIMING_VAR = "CASSETTE_REPLAY_TIMING"
+MITMDUMP_VAR = "CASSETTE_MITMDUMP"
+MITMDUMP_ARGS_VAR = "CASSETTE_MITMDUMP_ARGS"
+
+DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
+"""Request headers that change what the API does, so they are part of the key."""
+
+DEFAULT_HOSTS = (
+    "api.openai.com",
+    "api.anthropic.com",
+    "generativelanguage.googleapis.com",
+    "*.openai.azure.com",
+    "api.mistral.ai",
+    "api.groq.com",
+    "api.together.xyz",
+    "api.together.ai",
+    "api.deepseek.com",
+    "openrouter.ai",
+    "api.x.ai",
+    "api.fireworks.ai",
+    "api.cohere.com",
+    "api.cohere.ai",
+)
+"""Hosts under cassette control by default; the addon's scope and the launcher's NO_PROXY wiring share it."""
+
+
+def default_mode(environ: os._Environ | dict | None = None) -> str:
+    return (os.environ if environ is None else environ).get(MODE_VAR) or DEFAULT_MODE
+
+
+def default_dir(environ: os._Environ | dict | None = None) -> Path:
+    """The cassette folder used unless told: $CASSETTE_DIR, else ./cassettes."""
+    return Path((os.environ if environ is None else environ).get(DIR_VAR) or DEFAULT_DIR)

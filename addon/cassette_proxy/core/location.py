@@ -1,0 +1,56 @@
+"""Where a cassette lives: `<cassette_dir>/<host>[_<port>]/<path segments>/<key>.json`.
+
+One folder per endpoint, so that a pull request shows which endpoint changed
+and a lookup is a single `open()`. Nothing a request holds can make a path
+leave the cassette folder: every segment is made safe here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path, PurePosixPath
+
+from .key import DEFAULT_PORTS
+
+_SAFE_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
+_KEY = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _segment(text: str) -> str:
+    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder."""
+    safe = _SAFE_SEGMENT.sub("_", text).strip(".")
+    return safe or "_"
+
+
+def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
+    """Where the cassette of a request lives, relative to the cassette folder."""
+    return PurePosixPath(relative_name(scheme, host, port, path, key))
+
+
+def relative_name(scheme: str, host: str, port: int, path: str, key: str) -> str:
+    """`relative_path` as a `/`-separated string: the hit path builds one for every request, and a
+    string join costs a fraction of a `pathlib` one."""
+    if not _KEY.match(key):
+        raise ValueError(f"not a cassette key: {key!r}")
+    return f"{endpoint_dir(scheme, host, port, path)}/{key}.json"
+
+
+@functools.lru_cache(maxsize=1024)
+def endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
+    """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
+    host_dir = _segment(host.lower())
+    if DEFAULT_PORTS.get(scheme) != port:
+        host_dir += f"_{port}"
+    segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]
+    return "/".join([host_dir, *segments])
+
+
+def repeat_path(first: str, n: int) -> str:
+    """The n-th recording of one request (`cassette_repeats=sequence`): `<key>.json`, then `<key>.2.json`, …"""
+    return first if n == 1 else f"{first.removesuffix('.json')}.{n}.json"
+
+
+def cassette_files(root: Path) -> list[Path]:
+    """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
+    return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))

@@ -1,0 +1,146 @@
+"""The run report: exact counts of what the proxy did, for launchers, CI gates and pruning.
+
+The addon fills a `Report` and writes it as JSON on shutdown; `cassette run`,
+`cassette serve`, the pytest plugin and `cassette prune` read it back through
+`Report.read` / `Report.from_json`, never as a raw dict, so they cannot drift
+from what the addon writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .atomic_write import write_atomic
+
+
+class ReportError(Exception):
+    """A file that is not a run report this version wrote."""
+
+
+@dataclass
+class Report:
+    mode: str = "replay"
+    hits: int = 0
+    misses: list[dict] = field(default_factory=list)
+    recorded: int = 0
+    overwritten: int = 0
+    upstream: int = 0
+    passthrough: int = 0
+    passthrough_hosts: Counter = field(default_factory=Counter)
+    """Requests that passed through untouched, by host: what a replay run still sends to the network."""
+    offline: list[dict] = field(default_factory=list)
+    """Replay-mode requests to hosts outside the scope, refused with 403 cassette_offline."""
+    errors: list[dict] = field(default_factory=list)
+    cassettes_used: set[str] = field(default_factory=set)
+    """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
+
+    def passed_through(self, host: str) -> None:
+        self.passthrough += 1
+        self.passthrough_hosts[host] += 1
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "hits": self.hits,
+            "misses": len(self.misses),
+            "recorded": self.recorded,
+            "overwritten": self.overwritten,
+            "upstream": self.upstream,
+            "passthrough": self.passthrough,
+            "offline": len(self.offline),
+            "errors": len(self.errors),
+        }
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
+        data["cassettes_used"] = sorted(self.cassettes_used)
+        data["counts"] = self.counts()
+        return data
+
+    def write(self, path: Path) -> None:
+        write_atomic(path, (json.dumps(self.to_json(), indent=2) + "\n").encode("utf-8"))
+
+    @classmethod
+    def from_json(cls, data: object) -> Report:
+        if not isinstance(data, dict) or not isinstance(data.get("counts"), dict):
+            raise ReportError("not a cassette run report (no counts)")
+        known = {f.name for f in fields(cls)}
+        try:
+            report = cls(**{name: value for name, value in data.items() if name in known})
+            report.passthrough_hosts = Counter(report.passthrough_hosts)
+            report.cassettes_used = set(report.cassettes_used)
+        except TypeError as e:
+            raise ReportError(f"not a cassette run report ({e})") from None
+        return report
+
+    @classmethod
+    def read(cls, path: Path) -> Report:
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as e:
+            raise ReportError(f"{path}: not a run report ({e})") from None
+
+    @classmethod
+    def merged(cls, reports: list[Report]) -> Report:
+        """One report for several proxies (xdist workers): counts added up, misses and errors listed together."""
+        total = cls(mode=reports[0].mode)
+        for report in reports:
+            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough"):
+                setattr(total, name, getattr(total, name) + getattr(report, name))
+            total.passthrough_hosts.update(report.passthrough_hosts)
+            total.misses += report.misses
+            total.offline += report.offline
+            total.errors += report.errors
+            total.cassettes_used |= report.cassettes_used
+        return total
+
+    def summary(self) -> str:
+        """One line for the end of a run, then one line per miss, refusal and error."""
+        counts = self.counts()
+        line = (
+            f"cassette: {self.mode}: {counts['hits']} hits, {counts['misses']} misses, {counts['recorded']} recorded, "
+            f"{counts['upstream']} upstream, {counts['passthrough']} passthrough"
+        )
+        for name in ("offline", "errors"):
+            if counts[name]:
+                line += f", {counts[name]} {name}"
+        lines = [line]
+        if self.passthrough_hosts:
+            hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
+            lines.append(f"cassette: passed through to {hosts}")
+        not_recorded = Counter(e.get("reason", e["type"]) for e in self.errors if e.get("type") == "not_recorded")
+        if not_recorded:
+            why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))
+            lines.append(f"cassette: {sum(not_recorded.values())} requests not recorded: {why}")
+        lines += [f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})" for m in self.misses]
+        lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
+        lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in self.errors]
+        return "\n".join(lines)
+
+    def strict_failures(self) -> list[str]:
+        """What `--strict` fails on even when the suite swallowed it: misses, errors, refusals, upstream in replay."""
+        counts = self.counts()
+        failures = []
+        if counts["misses"]:
+            failures.append(f"{counts['misses']} misses")
+        if counts["errors"]:
+            failures.append(f"{counts['errors']} errors")
+        if counts["offline"]:
+            failures.append(f"{counts['offline']} requests refused as offline")
+        if self.mode == "replay" and counts["upstream"]:
+            failures.append(f"{counts['upstream']} upstream requests in replay mode")
+        return failures
+
+
+NO_REPORT = "cassette: no run report (the proxy did not shut down cleanly)"
+
+
+def summary(report: Report | None) -> str:
+    return NO_REPORT if report is None else report.summary()
+
+
+def strict_failures(report: Report | None) -> list[str]:
+    return ["no run report"] if report is None else report.strict_failures()

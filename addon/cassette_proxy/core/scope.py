@@ -1,0 +1,50 @@
+"""Which hosts are under cassette control, and the one normal form of a host name.
+
+`API.OpenAI.com.` and `api.openai.com` are the same host to DNS, so they must
+be the same host to the scope check and to the key: every host goes through
+`normal_host` before either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import ipaddress
+import re
+from collections.abc import Iterable
+
+
+def normal_host(host: str) -> str:
+    """Lower case, no trailing dot, IDNA (punycode) for non-ASCII names; never raises."""
+    host = host.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host.isascii():
+        with contextlib.suppress(UnicodeError):  # not a valid IDNA name: its lower-case form can only miss
+            host = host.encode("idna").decode("ascii")
+    return host
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and `localhost` (names a resolver maps to loopback without asking the network)."""
+    host = normal_host(host)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+class HostScope:
+    """A set of host globs (`*` for every host) checked against normal host names."""
+
+    def __init__(self, globs: Iterable[str]) -> None:
+        self.globs = tuple(normal_host(g) for g in globs if g.strip())
+        # One regular expression for every glob: the scope is checked on every request.
+        self._pattern = re.compile("|".join(fnmatch.translate(g) for g in self.globs) or r"(?!)")
+
+    def __contains__(self, host: str) -> bool:
+        return self._pattern.match(normal_host(host)) is not None

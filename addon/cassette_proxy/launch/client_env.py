@@ -1,0 +1,117 @@
+"""What a client process needs in its environment to go through the proxy, whatever its runtime.
+
+Proxy variables for every client that reads them, a NO_PROXY that cannot
+route cassette traffic around the proxy, one CA bundle for every runtime's
+variable, and the Node switches (NODE_USE_ENV_PROXY, the preload for versions
+whose fetch ignores proxy variables).
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..core.defaults import MODE_VAR
+
+NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+"""Always in NO_PROXY: the reverse listeners live there, and a suite's own local servers must not be intercepted."""
+
+SYSTEM_CA_BUNDLES = (
+    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine
+    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",  # openSUSE
+    "/etc/ssl/cert.pem",  # macOS, BSD
+)
+
+_PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def client_environment(
+    environ: Mapping[str, str],
+    *,
+    proxy_url: str,
+    ca_bundle: Path,
+    controlled_hosts: Sequence[str],
+    mode: str,
+    notice_file: Path,
+    base_urls: Mapping[str, str],
+) -> dict[str, str]:
+    """`environ` plus what every common runtime needs to go through the proxy and trust it."""
+    env = dict(environ)
+    env.update(dict.fromkeys(PROXY_VARIABLES, proxy_url))
+    existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
+    env["NO_PROXY"] = env["no_proxy"] = no_proxy_value(existing, controlled_hosts)
+    env.update(dict.fromkeys(CA_VARIABLES, str(ca_bundle)))
+    env["NODE_USE_ENV_PROXY"] = "1"
+    preload = _node_require(NODE_PRELOAD)
+    node_options = environ.get("NODE_OPTIONS", "")
+    env["NODE_OPTIONS"] = node_options if preload in node_options else f"{node_options} {preload}".strip()
+    env["CASSETTE_NODE_NOTICE"] = str(notice_file)
+    env[MODE_VAR] = mode
+    env["CASSETTE_PROXY_URL"] = proxy_url
+    env.update(base_urls)
+    return env
+
+
+def no_proxy_value(existing: str, controlled: Sequence[str]) -> str:
+    """NO_PROXY without the entries that would let cassette-controlled traffic skip the proxy, plus loopback."""
+    kept = []
+    for entry in [*existing.replace(" ", "").split(","), *LOOPBACK]:
+        if entry and entry not in kept and not _bypasses(entry, controlled):
+            kept.append(entry)
+    return ",".join(kept)
+
+
+def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
+    """Whether a NO_PROXY entry (`*`, `.example.com`, `example.com[:port]`) covers a controlled host."""
+    if entry == "*":
+        return True
+    domain = entry.lower().lstrip("*").lstrip(".")
+    if domain.count(":") == 1:
+        domain = domain.split(":")[0]
+    for pattern in controlled:
+        if pattern == "*":
+            if domain not in LOOPBACK:
+                return True
+            continue
+        host = pattern.replace("*", "x")
+        if host == domain or host.endswith("." + domain):
+            return True
+    return False
+
+
+def system_ca_bundle() -> Path | None:
+    """The machine's own CA bundle, where OpenSSL looks first, else a distribution's usual place."""
+    paths = ssl.get_default_verify_paths()
+    for candidate in (paths.cafile, paths.openssl_cafile, *SYSTEM_CA_BUNDLES):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def write_ca_bundle(destination: Path, proxy_ca: Path, environ: Mapping[str, str]) -> Path:
+    """The system's CAs, those the environment already trusts, and the proxy's CA, each once.
+
+    The proxy's CA alone would break every HTTPS call that does not go through
+    the proxy; dropping the CA files a CI image exports (a corporate CA) would
+    break the calls that needed them.
+    """
+    sources = [system_ca_bundle(), *(environ.get(name) for name in CA_VARIABLES), proxy_ca]
+    certificates: dict[bytes, None] = {}
+    for source in sources:
+        if source and Path(source).is_file():
+            for pem in _PEM.findall(Path(source).read_bytes()):
+                certificates.setdefault(pem.strip(), None)
+    destination.write_bytes(b"\n".join(certificates) + b"\n")
+    return destination
+
+
+def _node_require(path: Path) -> str:
+    escaped = str(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'--require "{escaped}"'

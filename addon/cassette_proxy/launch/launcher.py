@@ -1,0 +1,329 @@
+"""Run mitmdump with the cassette addon: find it, start it, wait for it, stop it.
+
+The one place that knows how to start the proxy (a free port, a private
+confdir, the ready file) and how to stop it; `cassette run`, `cassette serve`
+and the pytest plugin all start it through `start()`. What a client process
+needs in its environment to use it is in client_env.py.
+
+No mitmproxy import here: mitmdump runs from its own environment (mitmproxy pins
+h11 below what current SDKs need), found by `find_mitmdump()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ..core.defaults import (
+    DEFAULT_DIR,
+    DEFAULT_HOSTS,
+    DEFAULT_MODE,
+    MITMDUMP_ARGS_VAR,
+    MITMDUMP_VAR,
+    MODES,
+    default_dir,
+    default_mode,
+)
+from ..core.report import Report, ReportError
+from .client_env import client_environment, write_ca_bundle
+
+ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
+"""The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
+
+
+KNOWN_REVERSE = {"openai": ("OPENAI_BASE_URL", "/v1"), "anthropic": ("ANTHROPIC_BASE_URL", "")}
+"""`--reverse NAME=URL` names whose SDKs read a base-URL variable, and the path their base URL must end in."""
+
+PORT_ATTEMPTS = 5
+READY_TIMEOUT = 60.0
+
+
+class LauncherError(Exception):
+    """A problem the user can fix; the message says what and how."""
+
+
+@dataclass(frozen=True)
+class Reverse:
+    """A reverse-mode listener for `origin`: clients find it through `env_name` instead of proxy variables and a CA."""
+
+    name: str
+    origin: str
+    base_path: str
+    env_name: str
+
+
+def parse_reverse(spec: str) -> Reverse:
+    """`openai=https://api.openai.com` → a Reverse; a path in the URL becomes the base URL's path."""
+    name, sep, url = spec.partition("=")
+    parts = urlsplit(url.strip())
+    name = name.strip().lower()
+    if (
+        not sep
+        or not re.fullmatch(r"[a-z][a-z0-9_]*", name)
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+    ):
+        raise LauncherError(f"--reverse {spec!r}: expected NAME=URL, e.g. openai=https://api.openai.com")
+    env_name, default_path = KNOWN_REVERSE.get(name, (f"{name.upper()}_BASE_URL", ""))
+    return Reverse(name, f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or default_path, env_name)
+
+
+def resolve_mode(given: str | None, environ: Mapping[str, str]) -> str:
+    """The flag, else $CASSETTE_MODE, else replay; a typo fails here rather than inside the proxy."""
+    mode = given or default_mode(environ)
+    if mode not in MODES:
+        raise LauncherError(f"cassette mode {mode!r} is not a mode; use one of {', '.join(MODES)}")
+    return mode
+
+
+def find_mitmdump(explicit: str | None, environ: Mapping[str, str]) -> str:
+    """--mitmdump, else $CASSETTE_MITMDUMP, else the mitmdump beside this Python, else PATH."""
+    if explicit or environ.get(MITMDUMP_VAR):
+        path = explicit or environ[MITMDUMP_VAR]
+        if not (Path(path).is_file() and os.access(path, os.X_OK)):
+            raise LauncherError(
+                f"mitmdump {path!r} (from {'--mitmdump' if explicit else '$' + MITMDUMP_VAR}) is not an executable file"
+            )
+        return path
+    beside = Path(sys.executable).parent / "mitmdump"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("mitmdump", path=environ.get("PATH"))
+    if found:
+        return found
+    raise LauncherError(
+        "mitmdump not found: pass --mitmdump PATH, set $CASSETTE_MITMDUMP, or install mitmproxy beside this Python "
+        f"({beside.parent}) or on PATH, e.g. `pipx install mitmproxy` (its own environment avoids h11 clashes with the SDKs)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Settings:
+    """Everything a proxy start needs; built by the CLI or the pytest plugin."""
+
+    mitmdump: str
+    mode: str = DEFAULT_MODE
+    cassette_dir: Path = Path(DEFAULT_DIR)
+    hosts: Sequence[str] = ()
+    """Host globs under cassette control; empty: the addon's defaults."""
+    reverse: Sequence[Reverse] = ()
+    port: int = 0
+    report: Path | None = None
+    extra_args: Sequence[str] = field(default_factory=list)
+
+    def controlled_hosts(self) -> list[str]:
+        """The --hosts given (or the defaults) plus every reverse target, which is there to be recorded."""
+        hosts = list(self.hosts or DEFAULT_HOSTS)
+        for reverse in self.reverse:
+            host = urlsplit(reverse.origin).hostname
+            if host not in hosts and "*" not in hosts:
+                hosts.append(host)
+        return hosts
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The proxy's command-line options, shared by `cassette run` and `cassette serve`."""
+    parser.add_argument("--mode", choices=MODES, help="Cassette mode; defaults to $CASSETTE_MODE, else replay.")
+    parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
+    parser.add_argument(
+        "--hosts", nargs="+", action="extend", default=[], metavar="GLOB",
+        help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reverse", action="append", default=[], metavar="NAME=URL",
+        help="Also listen in reverse mode for URL and set NAME_BASE_URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL): "
+        "clients then need no proxy variables and no CA. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument("--report", help="Also keep the JSON run report at this path.")
+    parser.add_argument(
+        "--mitmdump",
+        help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",
+    )
+    parser.add_argument(
+        "--mitmdump-arg", action="append", default=[], metavar="ARG",
+        help=f"Extra mitmdump argument (write --mitmdump-arg=-s); ${MITMDUMP_ARGS_VAR} adds shell words too.",
+    )  # fmt: skip
+
+
+def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    mode = resolve_mode(args.mode, environ)
+    reverse = [parse_reverse(spec) for spec in args.reverse]
+    return Settings(
+        mitmdump=find_mitmdump(args.mitmdump, environ),
+        mode=mode,
+        cassette_dir=Path(args.dir) if args.dir else default_dir(environ),
+        hosts=args.hosts,
+        reverse=reverse,
+        port=getattr(args, "port", 0),
+        report=Path(args.report) if args.report else None,
+        extra_args=[*extra_args_from(environ), *args.mitmdump_arg],
+    )
+
+
+def extra_args_from(environ: Mapping[str, str]) -> list[str]:
+    return shlex.split(environ.get(MITMDUMP_ARGS_VAR, ""))
+
+
+class RunningProxy:
+    """A started mitmdump: its addresses, the client environment for it, and how to stop it."""
+
+    def __init__(
+        self, settings: Settings, private: Path, process: subprocess.Popen, ready: dict, environ: Mapping[str, str]
+    ):
+        self.settings = settings
+        self.private = private
+        self.process = process
+        regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
+        self.url = f"http://127.0.0.1:{regular[0]['port']}"
+        self.base_urls = {}
+        for reverse in settings.reverse:
+            port = next(e["port"] for e in ready["listen"] if e["mode"].startswith(f"reverse:{reverse.origin}"))
+            self.base_urls[reverse.name] = f"http://127.0.0.1:{port}{reverse.base_path}"
+        self.ca_bundle = write_ca_bundle(
+            private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
+        )
+
+    @property
+    def report_path(self) -> Path:
+        return self.settings.report or self.private / "report.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.private / "mitmdump.log"
+
+    def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
+        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables."""
+        return client_environment(
+            environ,
+            proxy_url=self.url,
+            ca_bundle=self.ca_bundle,
+            controlled_hosts=self.settings.controlled_hosts(),
+            mode=self.settings.mode,
+            notice_file=self.private / "node-notice",
+            base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
+        )
+
+    def exports(self, environ: Mapping[str, str]) -> str:
+        """Shell `export` lines for what client_env() changes: `eval "$(cassette env)"`."""
+        env = self.client_env(environ)
+        changed = sorted(name for name, value in env.items() if environ.get(name) != value)
+        return "".join(f"export {name}={shlex.quote(env[name])}\n" for name in changed)
+
+    def stop(self) -> Report | None:
+        """SIGTERM by PID (the addon writes its report on shutdown), then drop the private folder."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        try:
+            report = Report.read(self.report_path) if self.report_path.exists() else None
+        except ReportError:
+            report = None
+        shutil.rmtree(self.private, ignore_errors=True)
+        return report
+
+
+def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> list[str]:
+    args = [settings.mitmdump, "--listen-host", "127.0.0.1", "-p", str(settings.port)]
+    args += ["--set", f"confdir={private / 'confdir'}"]
+    if settings.reverse:
+        args += ["--mode", "regular"]
+        for reverse, port in zip(settings.reverse, reverse_ports, strict=True):
+            args += ["--mode", f"reverse:{reverse.origin}@{port}"]
+    args += ["-s", str(ADDON)]
+    options = {
+        # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
+        "flow_detail": 0,
+        "cassette_mode": settings.mode,
+        "cassette_dir": settings.cassette_dir.resolve(),
+        "cassette_ready_file": private / "ready.json",
+        "cassette_report": settings.report.resolve() if settings.report else private / "report.json",
+    }
+    for name, value in options.items():
+        args += ["--set", f"{name}={value}"]
+    for host in settings.controlled_hosts() if settings.hosts or settings.reverse else ():
+        args += ["--set", f"cassette_hosts={host}"]
+    return args + list(settings.extra_args)
+
+
+def start(settings: Settings, environ: Mapping[str, str] | None = None) -> RunningProxy:
+    """Start mitmdump and wait until the addon reports its addresses.
+
+    The forward listener binds port 0, so it never collides. mitmproxy cannot
+    give two listeners port 0 on one host, so each reverse listener gets a port
+    picked just before the start; when another process takes it in between,
+    mitmdump exits with "address already in use" and we retry with new ports.
+    """
+    environ = os.environ if environ is None else environ
+    private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
+    (private / "confdir").mkdir(mode=0o700)
+    process = None
+    try:
+        for _ in range(PORT_ATTEMPTS):
+            args = command(settings, private, [free_port() for _ in settings.reverse])
+            log = private / "mitmdump.log"
+            with log.open("wb") as out:
+                process = subprocess.Popen(
+                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(environ),
+                    start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
+                )  # fmt: skip
+            ready = _wait_ready(private / "ready.json", process, log)
+            if ready is not None:
+                break
+        else:
+            raise LauncherError(
+                f"mitmdump could not bind its reverse ports after {PORT_ATTEMPTS} attempts:\n{log.read_text()}"
+            )
+        if ready["mode"] != settings.mode:
+            raise LauncherError(f"mitmdump runs in mode {ready['mode']!r}, not the {settings.mode!r} asked for")
+        return RunningProxy(settings, private, process, ready, environ)
+    except BaseException:
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+
+
+def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict | None:
+    """The ready file's content; None when a port was taken (retry); LauncherError for anything else."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if ready_file.exists():
+            return json.loads(ready_file.read_text())
+        if process.poll() is not None:
+            text = log.read_text(errors="replace")
+            if "address already in use" in text.lower():
+                return None
+            raise LauncherError(f"mitmdump exited with status {process.returncode} before it was ready:\n{text}")
+        time.sleep(0.02)
+    process.kill()
+    process.wait()
+    raise LauncherError(
+        f"mitmdump not ready after {READY_TIMEOUT:.0f} s: the cassette addon never reported its addresses "
+        "(mitmproxy silently skips options after a badly typed or repeated --set in the extra arguments):\n"
+        + log.read_text(errors="replace")
+    )

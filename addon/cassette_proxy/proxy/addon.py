@@ -1,0 +1,445 @@
+"""The mitmproxy addon: options and hooks, and nothing else.
+
+Each hook decides what happens to a request and delegates the doing: the key
+to core/key.py (facts from the flow: facts.py), lookups and answers to
+replay.py, saving to record.py, misses to miss.py, forwarded requests'
+failures to upstream.py, repeated requests to sequence.py. Per-request state
+is one `FlowState` (state.py).
+
+Every hook fails closed: an exception of ours answers a JSON 500
+`cassette_error` (counted, logged with its traceback), never a forwarded
+request. The independent seal (seal.py) refuses upstream connections in
+replay mode even if this addon forgot a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mitmproxy import ctx, exceptions, http
+
+from ..core import redact
+from ..core.atomic_write import remove_stale_temp_files, write_atomic
+from ..core.cassette_file import CassetteError, body_fields
+from ..core.defaults import (
+    DEFAULT_DIR,
+    DEFAULT_HOSTS,
+    DEFAULT_KEY_HEADERS,
+    DEFAULT_MODE,
+    DEFAULT_REPEATS,
+    DIR_VAR,
+    MODE_VAR,
+    MODES,
+    REPEATS,
+    REPLAY_TIMING_VAR,
+)
+from ..core.events import stream_kind
+from ..core.key import KeyCache, RequestFacts, identity, parse_ignore_paths
+from ..core.location import relative_name
+from ..core.report import Report
+from ..core.scope import HostScope, is_loopback, normal_host
+from . import miss
+from .errors import error_response, json_response
+from .facts import request_facts
+from .record import Recorder, RecordTarget
+from .replay import Replayer
+from .seal import Seal
+from .sequence import Sequencer
+from .state import FlowState, new_state, state_of
+from .stream_recorder import StreamRecorder
+from .timed_replay import parse_replay_timing
+from .upstream import UpstreamGuard
+
+log = logging.getLogger("cassette")
+
+
+class Cassette:
+    def __init__(self) -> None:
+        self.report = Report()
+        self.recorder = Recorder(self.report)
+        self.lock = self.recorder.lock
+        """Every change to the report takes it: worker threads write cassettes and count them too."""
+        self.replayer = Replayer()
+        self.sequencer = Sequencer()
+        self.seal = Seal()
+        self.upstream = UpstreamGuard(self.report, self.lock)
+        """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
+        child on every event of every flow, a cost each hit paid for nothing."""
+
+    def load(self, loader) -> None:
+        loader.add_option(
+            "cassette_mode",
+            str,
+            os.environ.get(MODE_VAR) or DEFAULT_MODE,
+            "replay: answer from disk only, a miss answers 409; record: replay what exists, forward and save "
+            "what is missing; update: forward everything in scope and overwrite; off: plain passthrough. "
+            f"Defaults to ${MODE_VAR}, else {DEFAULT_MODE}.",
+            choices=MODES,
+        )
+        loader.add_option(
+            "cassette_dir",
+            str,
+            os.environ.get(DIR_VAR) or DEFAULT_DIR,
+            f"Folder holding the cassettes (one JSON file per interaction). Defaults to ${DIR_VAR}, else ./{DEFAULT_DIR}.",
+        )
+        loader.add_option(
+            "cassette_hosts",
+            Sequence[str],
+            list(DEFAULT_HOSTS),
+            "Hosts under cassette control, as globs (`*` for all); traffic to other hosts passes through untouched "
+            "(in replay mode only to loopback hosts and those in cassette_allow_hosts).",
+        )
+        loader.add_option(
+            "cassette_allow_hosts",
+            Sequence[str],
+            [],
+            "Hosts outside cassette_hosts that a replay run may still reach (globs), e.g. an image CDN the suite "
+            "downloads from; any other non-loopback host answers 403 cassette_offline in replay mode.",
+        )
+        loader.add_option(
+            "cassette_allow_clients",
+            Sequence[str],
+            [],
+            "Networks (CIDR) whose clients may use the proxy besides this machine's, e.g. 172.16.0.0/12 for a "
+            "docker-compose test stack; every other non-loopback client is refused.",
+        )
+        loader.add_option(
+            "cassette_ignore",
+            Sequence[str],
+            [],
+            "JSON body fields left out of the key, as dotted paths with `*` for every list item "
+            "(e.g. metadata.trace_id, messages.*.id). Empty: every field counts.",
+        )
+        loader.add_option(
+            "cassette_key_headers",
+            Sequence[str],
+            list(DEFAULT_KEY_HEADERS),
+            "Request headers that are part of the key because they change what the API does.",
+        )
+        loader.add_option(
+            "cassette_upstream_timeout",
+            int,
+            120,
+            "Seconds a recorded request may wait for the upstream's response headers (and for its connection); "
+            "then the client gets 504 cassette_upstream_error and nothing is saved.",
+        )
+        loader.add_option(
+            "cassette_report",
+            str | None,
+            None,
+            "Write a JSON run report (hits, misses, recorded, upstream, passthrough, errors) to this path on shutdown.",
+        )
+        loader.add_option(
+            "cassette_ready_file",
+            str | None,
+            None,
+            'Once the proxy listens, write {"pid": ..., "listen": [...]} to this path atomically; '
+            "how a launcher learns the port of `-p 0`.",
+        )
+        loader.add_option(
+            "cassette_redact",
+            Sequence[str],
+            [],
+            "Redaction rules applied to what a cassette stores (never to the key or to what the client gets), on top "
+            "of the built-in secret rules: a rule name (email, phone, card, pii) or /[target/]regex/replacement, "
+            "e.g. /request.body.messages.*.content/acct_[0-9]+/[REDACTED:account].",
+        )
+        loader.add_option(
+            "cassette_repeats",
+            str,
+            DEFAULT_REPEATS,
+            "reuse: identical requests always get the same recorded response; sequence: the n-th identical request "
+            "of a run records and replays the n-th response (<key>.json, <key>.2.json, ...), repeating the last one "
+            "past the end.",
+            choices=REPEATS,
+        )
+        loader.add_option(
+            "cassette_replay_timing",
+            str,
+            os.environ.get(REPLAY_TIMING_VAR) or "none",
+            "How a replayed stream (SSE, NDJSON) is paced: none sends all its events at once; recorded waits the "
+            "recorded time before each event; a number is a speed factor (2 = twice as fast, 0.5 = half as fast). "
+            f"Defaults to ${REPLAY_TIMING_VAR}, else none.",
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        opts = ctx.options
+        if "cassette_mode" in updated:
+            if opts.cassette_mode not in MODES:
+                raise exceptions.OptionsError(
+                    f"cassette_mode: {opts.cassette_mode!r} is not a mode; use one of {', '.join(MODES)}"
+                )
+            self.report.mode = self.mode = opts.cassette_mode
+        if "cassette_redact" in updated:
+            try:
+                self.redact_rules = self.recorder.redact_rules = redact.parse_rules(opts.cassette_redact)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_redact: {e}") from None
+        if "cassette_repeats" in updated:
+            if opts.cassette_repeats not in REPEATS:
+                raise exceptions.OptionsError(
+                    f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
+                )
+            self.repeats = opts.cassette_repeats
+        if "cassette_ignore" in updated:
+            try:
+                self.ignore = parse_ignore_paths(opts.cassette_ignore)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_ignore: {e}") from None
+        for name in ("cassette_hosts", "cassette_allow_hosts"):
+            hosts = getattr(opts, name)
+            if name in updated and any(not h.strip() for h in hosts):
+                raise exceptions.OptionsError(f"{name}: {list(hosts)!r} must list host globs (`*` for every host)")
+        if "cassette_hosts" in updated:
+            if not opts.cassette_hosts:
+                raise exceptions.OptionsError("cassette_hosts: [] must list host globs (`*` for every host)")
+            self.hosts = HostScope(opts.cassette_hosts)
+        if "cassette_allow_hosts" in updated:
+            self.allowed_hosts = HostScope(opts.cassette_allow_hosts)
+        if "cassette_key_headers" in updated:
+            self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+            self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
+        if updated & {"cassette_ignore", "cassette_key_headers"}:
+            self.keys = KeyCache(self.key_headers, self.ignore)
+        if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
+            raise exceptions.OptionsError(
+                f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
+            )
+        if "cassette_dir" in updated:
+            self.root = Path(opts.cassette_dir).expanduser().resolve()
+            self.root_prefix = f"{self.root}{os.sep}"
+            if self.root.exists() and not self.root.is_dir():
+                raise exceptions.OptionsError(f"cassette_dir: {opts.cassette_dir!r} exists and is not a folder")
+        for name in ("cassette_report", "cassette_ready_file"):
+            value = getattr(opts, name)
+            if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
+                raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "cassette_replay_timing" in updated:
+            try:
+                self.replayer.speed = parse_replay_timing(opts.cassette_replay_timing)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
+        self.seal.configure(updated)
+        if opts.connection_strategy != "lazy":
+            # With `eager`, mitmproxy connects upstream before any hook runs: an
+            # offline replay would fail before the addon could answer.
+            opts.connection_strategy = "lazy"
+
+    def running(self) -> None:
+        for stale in remove_stale_temp_files(self.root):
+            log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
+        if not ctx.options.cassette_ready_file:
+            return
+        listen = []
+        for server in ctx.master.addons.get("proxyserver").servers:
+            mode = f"{server.mode.type_name}:{server.mode.data}" if server.mode.data else server.mode.type_name
+            for host, port, *_ in server.listen_addrs:
+                entry = {"mode": mode, "host": host, "port": port}
+                if entry not in listen:  # reverse https listens on TCP and UDP alike
+                    listen.append(entry)
+        ready = {"pid": os.getpid(), "mode": ctx.options.cassette_mode, "listen": listen}
+        write_atomic(Path(ctx.options.cassette_ready_file), json.dumps(ready).encode())
+
+    def done(self) -> None:
+        self.recorder.wait_idle()
+        if ctx.options.cassette_report:
+            with self.lock:
+                self.report.write(Path(ctx.options.cassette_report))
+
+    # The seal's hooks, called from here like the upstream guard's (see __init__).
+    def client_connected(self, client) -> None:
+        self.seal.client_connected(client)
+
+    def server_connect(self, data) -> None:
+        self.seal.server_connect(data)
+
+    async def request(self, flow: http.HTTPFlow) -> None:
+        if flow.response or flow.error or not flow.live:
+            return
+        try:
+            await self._request(flow)
+        except Exception as e:
+            self.own_error(flow, "request", e)
+
+    async def _request(self, flow: http.HTTPFlow) -> None:
+        mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
+        state = new_state(flow)
+        host = normal_host(flow.request.host)
+        if mode == "off" or host not in self.hosts:
+            if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
+                self._answer_offline(flow, state, host)
+                return
+            state.outcome = "passthrough"
+            with self.lock:
+                self.report.passed_through(host)
+            return
+        facts = request_facts(flow.request, self.read_headers)
+        key = self.keys.key(facts)
+        relative = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
+        if self.repeats == "sequence":
+            relative = self.sequencer.next(key, relative, self.root_prefix, replaying=mode == "replay")
+        path = self.root_prefix + relative
+        if mode != "update":
+            try:
+                replay = self.replayer.load(path)
+            except (OSError, CassetteError) as e:
+                self._answer_unusable_cassette(flow, state, path, e)
+                return
+            if replay is not None:
+                await self.replayer.answer(flow, state, replay)
+                if state.timed_replay:
+                    self.seal.exempt.add(("127.0.0.1", self.replayer.timed.port))
+                state.outcome = "hit"
+                with self.lock:
+                    self.report.hits += 1
+                    self.report.cassettes_used.add(relative)
+                return
+        if mode == "replay":
+            await self._answer_miss(flow, state, key, Path(path), relative, facts)
+            return
+        ident = identity(facts, self.key_headers, self.ignore)
+        state.target = RecordTarget(
+            key=key,
+            path=Path(path),
+            relative=relative,
+            request={
+                "method": ident["method"],
+                "url": ident["url"],
+                "headers": ident["headers"],
+                **body_fields(facts.body, facts.content_type),
+            },
+            existed=os.path.exists(path),
+        )
+        state.outcome = "forwarded"
+        # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
+        flow.request.headers["accept-encoding"] = "identity"
+        with self.lock:
+            self.report.upstream += 1
+        self.upstream.forward(flow)
+
+    def own_error(self, flow: http.HTTPFlow, hook: str, error: Exception) -> None:
+        """A bug of ours: the client gets a JSON 500 it will not retry, the report and the log say what broke."""
+        what = f"{type(error).__name__}: {redact.redacted(str(error), ('log',), redact.SECRET_RULES)}"[:300]
+        message = (
+            f"cassette_error: the cassette addon failed in its {hook} hook ({what}); the request was not forwarded. "
+            "This is a bug in Cassette Proxy: please report it with the proxy log."
+        )
+        log.error(message, exc_info=True)
+        state = state_of(flow) or new_state(flow)
+        state.target = None  # nothing is saved from a flow our code could not follow
+        state.outcome = "error"
+        with self.lock:
+            self.report.errors.append({"type": "cassette_error", "hook": hook, "message": message})
+        if flow.live and not (flow.response is not None and hook == "responseheaders" and flow.response.stream):
+            flow.response = error_response(500, "cassette_error", message)
+        if flow.intercepted:
+            flow.resume()
+
+    def _answer_offline(self, flow: http.HTTPFlow, state: FlowState, host: str) -> None:
+        method, url = flow.request.method, f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}"
+        message = (
+            f"cassette_offline: replay mode does not reach the network, and {host} is outside cassette_hosts; "
+            f"refused {method} {url}. Add the host to cassette_hosts to record it, or to cassette_allow_hosts "
+            "(`cassette run --allow-host`) to let it through."
+        )
+        flow.response = error_response(403, "cassette_offline", message, host=host)
+        state.outcome = "offline"
+        with self.lock:
+            self.report.offline.append({"host": host, "method": method, "url": url})
+        log.warning(message)
+
+    async def _answer_miss(
+        self, flow: http.HTTPFlow, state: FlowState, key: str, path: Path, relative: str, facts: RequestFacts
+    ) -> None:
+        ident = identity(facts, self.key_headers, self.ignore)
+        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+        body = redact.redacted(
+            body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
+        )
+        # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
+        nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, ident["method"], body)
+        error = miss.miss_body(key, ident["method"], ident["url"], relative, self.mode, nearest)
+        flow.response = json_response(409, error, indent=2)
+        state.outcome = "miss"
+        with self.lock:
+            self.report.misses.append(
+                {"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative}
+            )
+        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
+
+    def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
+        """A broken file must not look like a miss: a re-record would paper over it."""
+        message = f"cassette unusable: {error}. Fix or delete the file, then run again."
+        flow.response = error_response(500, "cassette_invalid", message, cassette=path)
+        state.outcome = "error"
+        with self.lock:
+            self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": str(error)})
+        log.error(message)
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Never buffer SSE or NDJSON (recorded, timed replay, passthrough); while recording, keep a timed copy."""
+        try:
+            self._responseheaders(flow)
+        except Exception as e:
+            self.own_error(flow, "responseheaders", e)
+
+    def _responseheaders(self, flow: http.HTTPFlow) -> None:
+        self.upstream.responseheaders(flow)
+        state = state_of(flow)
+        if state is not None and state.answered_here:
+            return  # answered here, whole
+        if flow.response is None or callable(flow.response.stream):
+            return  # another addon already transforms this stream
+        kind = stream_kind(flow.response.headers.get("content-type", ""))
+        if not kind:
+            return
+        target = state.target if state is not None else None
+        if target is not None:
+            started = flow.response.timestamp_start or time.time()
+            recorder = StreamRecorder(
+                kind, started, on_complete=lambda rec, first: self.recorder.save_stream(flow, target, rec, first)
+            )
+            flow.response.stream = state.recorder = recorder
+        else:
+            flow.response.stream = True
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        try:
+            state = state_of(flow)
+            if state is None or state.target is None or flow.response is None or state.recorder is not None:
+                return  # nothing to save here; a stream is saved by its recorder
+            writing = self.recorder.save_whole(flow, state.target)
+            if writing and (failure := await writing):
+                flow.response.headers["x-cassette-error"] = failure
+        except Exception as e:
+            self.own_error(flow, "response", e)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A recorded stream cut off before it was complete: no cassette, and an error in the report."""
+        try:
+            self.upstream.error(flow)
+            state = state_of(flow)
+            if (
+                state is None
+                or state.target is None
+                or state.recorder is None
+                or state.recorder.saved_events is not None
+            ):
+                return
+            target = state.target
+            reason = (
+                f"cassette not saved: the stream from {target.request['url']} was cut off before its end "
+                f"({flow.error.msg if flow.error else 'no reason given'})"
+            )
+            self.recorder.add_error({"type": "stream_incomplete", "cassette": target.relative, "message": reason})
+            log.warning(reason)
+        except Exception:
+            log.exception("cassette: error while handling a failed flow")
+            with self.lock:
+                self.report.errors.append({"type": "cassette_error", "hook": "error", "message": "see the proxy log"})

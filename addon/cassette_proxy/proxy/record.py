@@ -1,0 +1,148 @@
+"""Record: a forwarded request's response becomes a cassette, written by a worker thread.
+
+Every write goes through one `Recorder`: one lock for the report it shares
+with the event loop, one count of writes in flight that shutdown waits for.
+A response that is not saved (a status not worth keeping, a failed write, a
+stream cut off) is an error entry in the report, so the next replay's miss
+is explained before it happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from mitmproxy import http
+from mitmproxy import version as mitmproxy_version
+from mitmproxy.net import encoding
+
+from .. import __version__
+from ..core import redact
+from ..core.atomic_write import write_atomic
+from ..core.cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
+from ..core.report import Report
+from .stream_recorder import StreamRecorder
+
+log = logging.getLogger("cassette")
+
+
+@dataclass
+class RecordTarget:
+    """A request sent upstream whose response may become a cassette."""
+
+    key: str
+    path: Path
+    relative: str
+    request: dict
+    existed: bool
+
+
+class Recorder:
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.lock = threading.Condition()
+        """Guards the report (worker threads and the event loop both count into it) and `in_flight`."""
+        self.in_flight = 0
+        self.redact_rules: tuple[redact.Rule, ...] = ()
+
+    def count(self, **changes: int) -> None:
+        with self.lock:
+            for name, n in changes.items():
+                setattr(self.report, name, getattr(self.report, name) + n)
+
+    def add_error(self, entry: dict) -> None:
+        with self.lock:
+            self.report.errors.append(entry)
+
+    def not_recorded(self, target: RecordTarget, reason: str, message: str, status: int | None = None) -> None:
+        """A forwarded request whose response will not be on disk: the next replay of it will miss."""
+        entry = {"type": "not_recorded", "reason": reason, "cassette": target.relative, "url": target.request["url"]}
+        if status is not None:
+            entry["status"] = status
+        self.add_error({**entry, "message": message})
+        log.warning(message)
+
+    def save_whole(self, flow: http.HTTPFlow, target: RecordTarget) -> asyncio.Future | None:
+        body = body_fields(
+            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
+        )
+        return self.save(flow, target, body)
+
+    def save_stream(self, flow: http.HTTPFlow, target: RecordTarget, recorder: StreamRecorder, first: bool) -> None:
+        """Called by the stream recorder, inside mitmproxy's stream handling, once the stream is complete."""
+        content_encoding = flow.response.headers.get("content-encoding", "identity").lower()
+        body = None
+        if content_encoding == "identity":
+            with contextlib.suppress(UnicodeDecodeError):
+                body = events_fields(recorder.events())
+        if body is None:
+            # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
+            try:
+                data = encoding.decode(recorder.body, content_encoding)
+            except ValueError:
+                data = recorder.body
+            body = body_fields(data, flow.response.headers.get("content-type", ""))
+        self.save(flow, target, body, count=first)
+
+    def save(self, flow: http.HTTPFlow, target: RecordTarget, body: dict, count: bool = True) -> asyncio.Future | None:
+        """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
+        status = flow.response.status_code
+        if not 200 <= status < 300:
+            if count:
+                self.not_recorded(
+                    target,
+                    f"status {status}",
+                    f"cassette not saved: upstream answered {status} for {target.request['method']} "
+                    f"{target.request['url']}; the next replay of this request will miss",
+                    status,
+                )
+            return None
+        response = {"status": status, "headers": stored_headers(list(flow.response.headers.items(multi=True))), **body}
+        cassette = new_cassette(
+            target.key,
+            target.request,
+            response,
+            {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
+        )
+        with self.lock:
+            self.in_flight += 1
+        return asyncio.get_running_loop().run_in_executor(None, self._write, target, cassette, count)
+
+    def _write(self, target: RecordTarget, cassette: dict, count: bool) -> str | None:
+        """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker thread.
+
+        It counts itself, and `wait_idle()` waits for it, because a proxy stopped
+        right after a client's last read (a test suite ending) cancels the
+        hooks still awaiting: the report must still include the cassette.
+        """
+        try:
+            write_atomic(target.path, dumps(redact.redact(cassette, self.redact_rules)))
+        except OSError as e:
+            reason = f"cassette not saved to {target.path}: {e.strerror or e}"
+            log.error(reason)
+            with self.lock:
+                self.report.errors.append(
+                    {"type": "cassette_write_failed", "cassette": target.relative, "message": reason}
+                )
+            return reason
+        else:
+            with self.lock:
+                if count and target.existed:
+                    self.report.overwritten += 1
+                elif count:
+                    self.report.recorded += 1
+                self.report.cassettes_used.add(target.relative)
+            log.info(f"cassette recorded: {target.request['method']} {target.request['url']} ({target.relative})")
+            return None
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+                self.lock.notify_all()
+
+    def wait_idle(self, timeout: float = 30) -> None:
+        with self.lock:
+            self.lock.wait_for(lambda: self.in_flight == 0, timeout=timeout)

@@ -1,0 +1,78 @@
+"""The live recorder of a streamed response: passes every chunk through, keeps a copy cut into timed events.
+
+mitmproxy buffers a response whole unless `flow.response.stream` is set, which
+would hand a client its answer only once the model has finished. The recorder
+is that `stream` callable: it passes every chunk through untouched and keeps a
+copy cut into events (by core/events.py, the one parser), each with its offset
+from the start of the response, so the cassette shows one entry per event and
+replay can reproduce the gaps. No mitmproxy import: testable on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..core.events import ends_protocol, split_events
+
+
+@dataclass
+class StreamRecorder:
+    """The `flow.response.stream` callable: passes chunks through unchanged and keeps them as timed events.
+
+    `on_complete` is called as soon as the stream is known complete: at its
+    protocol's last event, before that event is forwarded (so a client that
+    closes right after it, then stops the proxy, cannot race the save), or at
+    the upstream's end of message; and once more at the end if events came
+    after the protocol's last one, so the copy stays byte-faithful.
+    """
+
+    kind: str
+    started: float
+    """When the response began (time.time()), the zero of every event's offset."""
+    on_complete: Callable[[StreamRecorder, bool], None] = lambda recorder, first: None
+    """Called with the recorder and whether this is the first call."""
+    clock: Callable[[], float] = time.time
+    ended: bool = False
+    """The upstream finished the response (mitmproxy's final empty chunk)."""
+    saved_events: int | None = None
+    """How many events the last `on_complete` saw; None until the stream is complete."""
+    _timed: list[tuple[int, bytes]] = field(default_factory=list)
+    _pending: bytes = b""
+
+    def __call__(self, chunk: bytes) -> bytes:
+        if chunk:
+            self._add(*split_events(self._pending + chunk, self.kind))
+        else:
+            self.ended = True
+            self._add(*split_events(self._pending, self.kind, final=True))
+        if self.complete and self.saved_events != len(self._timed):
+            first = self.saved_events is None
+            self.saved_events = len(self._timed)
+            self.on_complete(self, first)
+        return chunk
+
+    def _add(self, complete: list[bytes], rest: bytes) -> None:
+        ms = max(0, round((self.clock() - self.started) * 1000))
+        self._timed.extend((ms, raw) for raw in complete)
+        self._pending = rest
+
+    @property
+    def complete(self) -> bool:
+        """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes)."""
+        if self.ended:
+            return True
+        if self._pending.strip():
+            return False
+        last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
+        return last is not None and ends_protocol(self.kind, last.decode("utf-8", "replace"))
+
+    @property
+    def body(self) -> bytes:
+        """Everything received, exactly."""
+        return b"".join(raw for _, raw in self._timed) + self._pending
+
+    def events(self) -> list[dict]:
+        """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8."""
+        return [{"ms": ms, "text": raw.decode("utf-8")} for ms, raw in self._timed]

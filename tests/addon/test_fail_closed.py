@@ -1,0 +1,172 @@
+"""In-process tests of the addon's hooks (mitmproxy's taddons/tflow): what a bug of ours, an out-of-scope host
+or a stranger can make the proxy do. No mitmdump process: each test calls the hooks the way mitmproxy would."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.seal import Seal
+from mitmproxy import connection
+from mitmproxy.addons.proxyserver import Proxyserver
+from mitmproxy.proxy import server_hooks
+from mitmproxy.test import taddons, tflow
+
+
+def chat_flow(host: str = "api.openai.com", body: dict | None = None) -> object:
+    flow = tflow.tflow()
+    flow.request.method = "POST"
+    flow.request.scheme, flow.request.host, flow.request.port = "https", host, 443
+    flow.request.path = "/v1/chat/completions"
+    flow.request.headers["content-type"] = "application/json"
+    flow.request.content = json.dumps(body or {"model": "gpt-4o-mini", "messages": []}).encode()
+    return flow
+
+
+def configure(tctx, addon: Cassette, **options) -> None:
+    """Set options as `--set` would, then configure the addon with every option, as mitmproxy does at start."""
+    tctx.options.update(**options)
+    addon.configure(set(tctx.options.keys()))
+
+
+@pytest.fixture
+def proxy(tmp_path):
+    """The addon in mitmproxy's test context; `proxy(flow, **options)` configures it and runs the request hook."""
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx:
+
+        def run(flow, break_key: bool = False, **options) -> Cassette:
+            configure(tctx, addon, cassette_dir=str(tmp_path / "cassettes"), **options)
+            if break_key:
+                addon.keys.key = lambda facts: 1 / 0
+            tctx.master.event_loop.run_until_complete(addon.request(flow))
+            return addon
+
+        yield run
+
+
+def error_of(flow) -> dict:
+    assert flow.response.headers["content-type"] == "application/json"
+    assert flow.response.headers["x-should-retry"] == "false"
+    return json.loads(flow.response.content)["error"]
+
+
+@pytest.mark.parametrize("mode", ["replay", "record", "update"])
+def test_a_bug_in_the_request_hook_answers_500_and_forwards_nothing(proxy, mode):
+    flow = chat_flow()
+    addon = proxy(flow, break_key=True, cassette_mode=mode)
+    assert flow.response is not None and flow.response.status_code == 500  # answered: mitmproxy will not forward
+    error = error_of(flow)
+    assert error["type"] == "cassette_error" and "ZeroDivisionError" in error["message"]
+    assert not flow.intercepted
+    assert addon.report.upstream == 0
+    assert [e["type"] for e in addon.report.errors] == ["cassette_error"]
+    assert addon.report.strict_failures() == ["1 errors"]
+
+
+def test_an_out_of_scope_host_is_refused_offline_in_replay(proxy):
+    flow = chat_flow("api.cerebras.example")
+    addon = proxy(flow)
+    assert flow.response.status_code == 403
+    assert error_of(flow)["type"] == "cassette_offline"
+    assert addon.report.offline == [
+        {"host": "api.cerebras.example", "method": "POST", "url": "https://api.cerebras.example/v1/chat/completions"}
+    ]
+    assert addon.report.passthrough == 0
+
+
+@pytest.mark.parametrize(
+    ("host", "options"),
+    [
+        ("127.0.0.1", {}),
+        ("localhost", {}),
+        ("cdn.images.example", {"cassette_allow_hosts": ["*.images.example"]}),
+        ("api.cerebras.example", {"cassette_mode": "record"}),
+    ],
+)
+def test_loopback_allowed_hosts_and_other_modes_pass_through(proxy, host, options):
+    flow = chat_flow(host)
+    addon = proxy(flow, **options)
+    assert flow.response is None
+    assert dict(addon.report.passthrough_hosts) == {host: 1}
+
+
+@pytest.mark.parametrize("spelling", ["API.OpenAI.com.", "api.openai.com.", "Api.OPENAI.com"])
+def test_a_host_spelled_otherwise_is_still_under_cassette_control(proxy, spelling):
+    plain = chat_flow("api.openai.com")
+    proxy(plain)
+    flow = chat_flow(spelling)
+    addon = proxy(flow)
+    assert flow.response.status_code == 409  # a miss, never a passthrough
+    assert addon.report.misses[0]["cassette"] == json.loads(plain.response.content)["error"]["cassette"]
+
+
+def server_data(host: str, port: int = 443, sni: str | None = None) -> server_hooks.ServerConnectionHookData:
+    server = connection.Server(address=(host, port))
+    server.sni = sni
+    return server_hooks.ServerConnectionHookData(server=server, client=tflow.tclient_conn())
+
+
+@pytest.fixture
+def seal():
+    """A seal configured with `seal(**options)` in mitmproxy's test context (the addon declares its options)."""
+    addon, seal = Cassette(), Seal()
+    with taddons.context(addon, Proxyserver()) as tctx:
+
+        def configured(**options) -> Seal:
+            configure(tctx, addon, **options)
+            seal.configure(set(tctx.options.keys()))
+            return seal
+
+        yield configured
+
+
+@pytest.mark.parametrize(
+    ("host", "sni", "mode", "refused"),
+    [
+        ("api.openai.com", None, "replay", True),
+        ("API.OPENAI.COM.", None, "replay", True),
+        ("203.0.113.7", "api.anthropic.com", "replay", True),  # the name the TLS handshake would use counts too
+        ("api.cerebras.example", None, "replay", True),
+        ("127.0.0.1", None, "replay", False),
+        ("api.openai.com", None, "record", False),
+        ("api.openai.com", None, "off", False),
+    ],
+)
+def test_the_seal_refuses_upstream_connections_in_replay(seal, host, sni, mode, refused):
+    data = server_data(host, sni=sni)
+    seal(cassette_mode=mode).server_connect(data)
+    assert bool(data.server.error) is refused
+
+
+def test_the_seal_fails_closed_when_its_own_check_breaks(seal, monkeypatch):
+    sealed = seal(cassette_mode="replay")
+    monkeypatch.setattr(sealed, "refusal", lambda server: 1 / 0)
+    data = server_data("127.0.0.1")
+    sealed.server_connect(data)
+    assert data.server.error
+
+
+@pytest.mark.parametrize(
+    ("peer", "allowed", "refused"),
+    [
+        ("127.0.0.1", [], False),
+        ("::1", [], False),
+        ("::ffff:127.0.0.1", [], False),
+        ("192.0.2.10", [], True),
+        ("172.18.0.5", ["172.16.0.0/12"], False),
+        ("172.18.0.5", ["10.0.0.0/8"], True),
+    ],
+)
+def test_only_local_clients_unless_their_network_is_allowed(seal, peer, allowed, refused):
+    client = tflow.tclient_conn()
+    client.peername = (peer, 50000)
+    seal(cassette_allow_clients=allowed).client_connected(client)
+    assert bool(client.error) is refused
+
+
+def test_a_bad_client_network_stops_the_proxy_naming_the_option():
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_allow_clients"):
+        tctx.configure(addon, cassette_allow_clients=["not-a-network"])

@@ -1,0 +1,53 @@
+"""One client process of the load test: every job on its own thread, all at once.
+
+    python tests/support/load_client.py --ca BUNDLE < jobs.json > results.json
+
+A job is {"proxy": url, "text": prompt}; a result adds the status, the echoed
+answer (or the error type) and the seconds the request took.
+"""
+
+import argparse
+import json
+import ssl
+import sys
+import threading
+import time
+
+import httpx
+
+CHAT_URL = "https://api.openai.com/v1/chat/completions"
+
+
+def run(job: dict, trust: ssl.SSLContext, start: threading.Barrier, results: list, index: int) -> None:
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": job["text"]}]}
+    with httpx.Client(proxy=job["proxy"], verify=trust, timeout=120) as client:
+        start.wait()
+        began = time.monotonic()
+        try:
+            response = client.post(CHAT_URL, json=body, headers={"authorization": "Bearer sk-fake-load"})
+        except httpx.HTTPError as e:
+            results[index] = {**job, "status": None, "answer": repr(e), "seconds": time.monotonic() - began}
+            return
+        data = response.json()
+        answer = data["choices"][0]["message"]["content"] if response.status_code == 200 else data["error"]["type"]
+        results[index] = {**job, "status": response.status_code, "answer": answer, "seconds": time.monotonic() - began}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ca", required=True)
+    args = parser.parse_args()
+    jobs = json.load(sys.stdin)
+    trust = ssl.create_default_context(cafile=args.ca)
+    start = threading.Barrier(len(jobs))
+    results: list = [None] * len(jobs)
+    threads = [threading.Thread(target=run, args=(job, trust, start, results, i)) for i, job in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    json.dump(results, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
