@@ -362,7 +362,17 @@ class Cassette:
         error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "miss"
-        self.report.misses.append({"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative})
+        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
+        self.report.misses.append(
+            {
+                "key": key,
+                "method": ident["method"],
+                "url": ident["url"],
+                "cassette": relative,
+                "closest": nearest,
+                "body": body,
+            }
+        )
         log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, path: str, error: Exception) -> None:
