@@ -149,7 +149,7 @@ def _base64_size(data: Any) -> int:
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.IGNORECASE)
 
 
-def _media(kind: str, media_type: Any, data: Any = None, url: Any = None) -> Part:
+def _media(kind: str, media_type: Any, data: Any = None, url: Any = None, label: str = "") -> Part:
     """An image or file as a placeholder: its type and size (inline data) or where it lives (a URL)."""
     media_type = str(media_type or "")
     if isinstance(url, str) and (match := _DATA_URL.match(url)):
@@ -160,7 +160,8 @@ def _media(kind: str, media_type: Any, data: Any = None, url: Any = None) -> Par
         described = url
     else:
         described = size_text(_base64_size(data))
-    return Part(kind, f"[{kind} {media_type or 'unknown type'}, {described}]".replace(" ,", ","), media_type)
+    named = f"{label} " if label else ""
+    return Part(kind, f"[{kind} {named}{media_type or 'unknown type'}, {described}]", media_type)
 
 
 def _json_text(value: Any) -> str:
@@ -190,9 +191,8 @@ def _openai_content(content: Any) -> list[Part]:
         elif kind in ("file", "input_file"):
             file = item.get("file") if isinstance(item.get("file"), dict) else item
             data = file.get("file_data") or ""
-            name = file.get("filename") or file.get("file_id") or ""
-            part = _media("file", name, url=data if str(data).startswith("data:") else None, data=data)
-            parts.append(part)
+            name = str(file.get("filename") or file.get("file_id") or "")
+            parts.append(_media("file", "", url=data if str(data).startswith("data:") else None, data=data, label=name))
         elif kind == "input_audio":
             audio = item.get("input_audio") or {}
             parts.append(_media("file", f"audio/{audio.get('format', '')}", data=audio.get("data")))
