@@ -52,6 +52,8 @@ def cassette_ids(root: Path) -> dict[str, os.stat_result]:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
                     elif entry.name.endswith(".json") and entry.is_file():
+                        if entry.is_symlink() and resolve_id(root, prefix + entry.name) is None:
+                            continue  # a link out of the folder: nothing outside it is shown
                         found[prefix + entry.name] = entry.stat()
         except OSError:
             continue

@@ -1,6 +1,6 @@
 "use strict";
 // cassette view: renders the cassettes' data. Every value from a cassette goes into the DOM through
-// textContent or a property, never as markup, so a recorded "<script>" is only ever text.
+// textContent or a property, never as markup, so a recorded script tag is only ever text.
 (() => {
   const data = JSON.parse(document.getElementById("cassette-data").textContent);
   const exported = data.mode === "export";
