@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -100,17 +101,36 @@ def resolve_id(root: Path, cassette_id: str) -> Path | None:
     return path if inside and path.is_file() else None
 
 
-class Index:
-    """One summary per cassette, re-read only for files whose size or modification time changed."""
+SUMMARY_FORMAT = 1
+"""Bumped when `summary_of` changes, so summaries cached by an older version are read again."""
 
-    def __init__(self, root: Path) -> None:
+
+def default_cache_file(root: Path) -> Path:
+    """Where the summaries of a folder are kept between runs: the user's cache folder, never the cassette folder."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return base / "cassette-proxy" / "view" / f"{digest}.json"
+
+
+class Index:
+    """One summary per cassette, re-read only for files whose size or modification time changed.
+
+    The summaries outlive the process in `cache_file`: reading and summarising
+    10,000 cassettes takes seconds, loading their cached summaries a fraction.
+    """
+
+    def __init__(self, root: Path, cache_file: Path | None = None) -> None:
         self.root = root
-        self._cache: dict[str, tuple[tuple[int, int], dict]] = {}
+        self.cache_file = cache_file
+        self._cache: dict[str, tuple[tuple[int, int], dict]] | None = None
         self._lock = threading.Lock()
 
     def summaries(self) -> list[dict]:
         with self._lock:
+            if self._cache is None:
+                self._cache = self._load_cache()
             current = cassette_ids(self.root)
+            changed = bool(self._cache.keys() - current.keys())
             for gone in self._cache.keys() - current.keys():
                 del self._cache[gone]
             for cassette_id, status in current.items():
@@ -118,6 +138,9 @@ class Index:
                 cached = self._cache.get(cassette_id)
                 if cached is None or cached[0] != stamp:
                     self._cache[cassette_id] = (stamp, self._read(cassette_id, status.st_size))
+                    changed = True
+            if changed:
+                self._save_cache()
             return [self._cache[cassette_id][1] for cassette_id in sorted(current)]
 
     def _read(self, cassette_id: str, size: int) -> dict:
@@ -125,6 +148,32 @@ class Index:
             return summary_of(cassette_id, store.load(self.root / cassette_id), size)
         except (OSError, store.CassetteError) as e:
             return unreadable_summary(cassette_id, str(e), size)
+
+    def _load_cache(self) -> dict[str, tuple[tuple[int, int], dict]]:
+        """The summaries a previous run cached; anything unreadable or from another format is ignored."""
+        try:
+            saved = json.loads(self.cache_file.read_text(encoding="utf-8")) if self.cache_file else None
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(saved, dict) or saved.get("format") != SUMMARY_FORMAT:
+            return {}
+        entries = saved.get("entries")
+        if not isinstance(entries, dict):
+            return {}
+        return {
+            cassette_id: ((entry[0], entry[1]), entry[2])
+            for cassette_id, entry in entries.items()
+            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], dict)
+        }
+
+    def _save_cache(self) -> None:
+        """Best effort: a cache that cannot be written only makes the next start slower."""
+        if self.cache_file is None:
+            return
+        entries = {cassette_id: [*stamp, summary] for cassette_id, (stamp, summary) in self._cache.items()}
+        data = json.dumps({"format": SUMMARY_FORMAT, "root": str(self.root.resolve()), "entries": entries})
+        with contextlib.suppress(OSError):
+            store.write_atomic(self.cache_file, data.encode("utf-8"))
 
 
 def detail(root: Path, cassette_id: str) -> dict:
@@ -433,7 +482,7 @@ def run(args: argparse.Namespace) -> int:
     if args.only_used and not reports:
         print("cassette view: --only-used needs the run's report: add --report FILE")
         return 2
-    state = ViewState(root, list(args.report), Index(root))
+    state = ViewState(root, list(args.report), Index(root, None if args.no_cache else default_cache_file(root)))
     if not args.html:
         return serve(state, args.port, args.open)
     only: set[str] | None = None
@@ -478,5 +527,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--changed", metavar="REV", help="export only the cassettes added or re-recorded against a git revision"
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not keep the cassettes' summaries between runs (kept in $XDG_CACHE_HOME/cassette-proxy/view)",
     )
     parser.set_defaults(func=run)

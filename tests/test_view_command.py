@@ -85,6 +85,21 @@ def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
     assert len(index.summaries()) == 2
 
 
+def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path, monkeypatch):
+    folder, cache = tmp_path / "cassettes", tmp_path / "cache" / "view.json"
+    write(folder, chat("one", "a"))
+    write(folder, chat("two", "b"))
+    first = view.Index(folder, cache).summaries()
+    loads = []
+    real_load = store.load
+    monkeypatch.setattr(store, "load", lambda path: loads.append(path.name) or real_load(path))
+    assert view.Index(folder, cache).summaries() == first
+    assert loads == []  # a new run read no cassette
+    cache.write_text("{broken")
+    assert view.Index(folder, cache).summaries() == first
+    assert len(loads) == 2
+
+
 def test_an_unreadable_cassette_is_listed_with_its_problem(tmp_path):
     write(tmp_path, chat("fine", "ok"))
     (tmp_path / "broken.json").write_text("{not json")
