@@ -159,6 +159,10 @@ def summarize_response(response: dict) -> ResponseSummary:
     body = response.get("body")
     if response.get("body_format") == "json":
         events = [body] if isinstance(body, dict) else []
+    elif response.get("body_format") == "events" and isinstance(body, list):  # a stream recorded live
+        events = stream_events(
+            "".join(e["text"] for e in body if isinstance(e, dict) and isinstance(e.get("text"), str))
+        )
     else:
         events = stream_events(body) if isinstance(body, str) else []
     model, finishes, texts = "", [], []
