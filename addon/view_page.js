@@ -317,6 +317,7 @@
   }
 
   async function load() {
+    if (!index.length) $("status").textContent = "Reading the cassettes' summaries …";
     const reply = await fetch("/api/index");
     show(await reply.json());
   }

@@ -22,6 +22,7 @@ import anthropic
 import httpx
 import pytest
 from cassette_command import CASSETTE
+from cassette_proxy.report import Report
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy, make_certificate
 from samples import chat, write
 from selenium import webdriver
@@ -151,8 +152,12 @@ def check_stream(card) -> None:
 
 def test_exported_file_shows_conversations_stream_miss_diff_and_markup_as_text(recorded, tmp_path):
     out = tmp_path / "cassettes.html"
+    other = Report(mode="record", recorded=1)  # a second run whose stream was cut off: the reports are summed
+    other.errors.append({"type": "stream_incomplete", "cassette": "api.anthropic.com/v1/messages/x.json", "message": "cut off <b>mid-stream</b>"})  # fmt: skip
+    other.write(tmp_path / "other-report.json")
+    reports = ["--report", str(recorded["report"]), "--report", str(tmp_path / "other-report.json")]
     done = subprocess.run(
-        [CASSETTE, "view", str(recorded["cassettes"]), "--report", str(recorded["report"]), "--html", str(out)],
+        [CASSETTE, "view", str(recorded["cassettes"]), *reports, "--html", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -162,6 +167,9 @@ def test_exported_file_shows_conversations_stream_miss_diff_and_markup_as_text(r
     with chromium(tmp_path / "profile") as driver:
         driver.get(out.as_uri())
         check_report(driver)
+        assert "errors: 1" in wait_for(driver, "#report .counts").text
+        error = wait_for(driver, "#report .error", "stream_incomplete").text
+        assert "api.anthropic.com/v1/messages/x.json: cut off <b>mid-stream</b>" in error
         check_markup_is_text(driver)
         cards = driver.find_elements(By.CSS_SELECTOR, "#conversations .conversation")
         assert len(cards) == 3  # every included conversation in full

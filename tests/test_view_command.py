@@ -196,3 +196,16 @@ def test_the_command_side_does_not_import_mitmproxy():
     python = Path(mitmdump_path()).with_name("python")  # the proxy's environment, where mitmproxy is installed
     code = "import sys, cassette_proxy.cli, cassette_proxy.view; assert 'mitmproxy' not in sys.modules, 'imported'"
     assert subprocess.run([str(python), "-c", code], capture_output=True, text=True).returncode == 0
+
+
+def test_a_miss_is_diffed_against_its_closest_recording_and_a_path_out_of_the_folder_is_not_read(tmp_path):
+    near = write(tmp_path, chat("What is the capital of France?", "Paris")).relative_to(tmp_path).as_posix()
+    body = {"model": "gpt-4o-mini", "temperature": 0, "messages": [{"role": "user", "content": "What about Spain?"}]}
+    miss = {"key": "f" * 32, "method": "POST", "url": "u", "cassette": "c", "body": body,
+            "closest": [{"cassette": near, "differences": ["worded"]}, {"cassette": "../../etc/passwd", "differences": ["kept"]}]}  # fmt: skip
+    shown, outside = view.miss_view(tmp_path, miss)["closest"]
+    assert shown["rows"] == [
+        ["messages[0].content", "What is the capital of France?", "What about Spain?"],
+        ["temperature", None, "0"],
+    ]
+    assert outside == {"cassette": "../../etc/passwd", "differences": ["kept"]}
