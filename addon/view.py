@@ -117,31 +117,67 @@ class Index:
 
     The summaries outlive the process in `cache_file`: reading and summarising
     10,000 cassettes takes seconds, loading their cached summaries a fraction.
+    A refresh runs in the background while the page shows what is ready
+    (`snapshot`), so a first start on a big folder lists cassettes at once.
     """
+
+    FIRST_WAIT = 1.0
+    """Seconds an index request waits for a running refresh before answering with what is ready."""
 
     def __init__(self, root: Path, cache_file: Path | None = None) -> None:
         self.root = root
         self.cache_file = cache_file
         self._cache: dict[str, tuple[tuple[int, int], dict]] | None = None
+        self._current: dict[str, os.stat_result] = {}
         self._lock = threading.Lock()
+        """Guards `_cache` and `_current`, held only for quick updates so a snapshot never waits on a read."""
+        self._refreshing = threading.Lock()
+        self._refresher: threading.Thread | None = None
 
     def summaries(self) -> list[dict]:
-        with self._lock:
-            if self._cache is None:
-                self._cache = self._load_cache()
+        """Every summary, up to date: waits for the refresh (the export, and tests)."""
+        self.refresh()
+        return self.snapshot()[0]
+
+    def refresh(self) -> None:
+        with self._refreshing:
+            with self._lock:
+                if self._cache is None:
+                    self._cache = self._load_cache()
             current = cassette_ids(self.root)
-            changed = bool(self._cache.keys() - current.keys())
-            for gone in self._cache.keys() - current.keys():
-                del self._cache[gone]
-            for cassette_id, status in current.items():
-                stamp = (status.st_mtime_ns, status.st_size)
-                cached = self._cache.get(cassette_id)
-                if cached is None or cached[0] != stamp:
-                    self._cache[cassette_id] = (stamp, self._read(cassette_id, status.st_size))
-                    changed = True
-            if changed:
+            with self._lock:
+                gone = self._cache.keys() - current.keys()
+                for cassette_id in gone:
+                    del self._cache[cassette_id]
+                self._current = current
+                stale = [
+                    (cassette_id, (status.st_mtime_ns, status.st_size))
+                    for cassette_id, status in current.items()
+                    if (cached := self._cache.get(cassette_id)) is None
+                    or cached[0] != (status.st_mtime_ns, status.st_size)
+                ]
+            for cassette_id, stamp in stale:
+                summary = self._read(cassette_id, stamp[1])
+                with self._lock:
+                    self._cache[cassette_id] = (stamp, summary)
+            if gone or stale:
                 self._save_cache()
-            return [self._cache[cassette_id][1] for cassette_id in sorted(current)]
+
+    def refresh_in_background(self, wait: float = FIRST_WAIT) -> None:
+        """Start a refresh unless one is running, and give it `wait` seconds to finish."""
+        with self._lock:
+            if self._refresher is None or not self._refresher.is_alive():
+                self._refresher = threading.Thread(target=self.refresh, daemon=True)
+                self._refresher.start()
+            refresher = self._refresher
+        refresher.join(wait)
+
+    def snapshot(self) -> tuple[list[dict], int]:
+        """The summaries read so far (a changed file shows its previous summary until re-read), and how many
+        cassettes are still to be read."""
+        with self._lock:
+            ready = [self._cache[i][1] for i in sorted(self._current) if self._cache and i in self._cache]
+            return ready, len(self._current) - len(ready)
 
     def _read(self, cassette_id: str, size: int) -> dict:
         try:
@@ -170,7 +206,8 @@ class Index:
         """Best effort: a cache that cannot be written only makes the next start slower."""
         if self.cache_file is None:
             return
-        entries = {cassette_id: [*stamp, summary] for cassette_id, (stamp, summary) in self._cache.items()}
+        with self._lock:
+            entries = {cassette_id: [*stamp, summary] for cassette_id, (stamp, summary) in self._cache.items()}
         data = json.dumps({"format": SUMMARY_FORMAT, "root": str(self.root.resolve()), "entries": entries})
         with contextlib.suppress(OSError):
             store.write_atomic(self.cache_file, data.encode("utf-8"))
@@ -363,9 +400,10 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
             if url.path == "/":
                 self._send(HTTPStatus.OK, state.served_page.html.encode("utf-8"), "text/html; charset=utf-8")
             elif url.path == "/api/index":
-                summaries = state.index.summaries()
+                state.index.refresh_in_background()
+                summaries, pending = state.index.snapshot()
                 report = report_view(state.root, state.reports(), [s["id"] for s in summaries])
-                self._json({"root": str(state.root), "cassettes": summaries, "report": report})
+                self._json({"root": str(state.root), "cassettes": summaries, "pending": pending, "report": report})
             elif url.path == "/api/stamp":
                 ids = cassette_ids(state.root)
                 newest = max((s.st_mtime_ns for s in ids.values()), default=0)
@@ -411,7 +449,7 @@ def serve(state: ViewState, port: int, open_browser: bool) -> int:
         return 2
     server.daemon_threads = True
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    threading.Thread(target=state.index.summaries, daemon=True).start()  # warm the cache before the first load
+    state.index.refresh_in_background(wait=0)  # start reading before the first page load
     print(f"cassette view: serving {state.root} at {url} (read-only; Ctrl-C to stop)", flush=True)
 
     def stop(signum: int, frame: Any) -> None:

@@ -310,7 +310,8 @@
     index = payload.cassettes || [];
     report = payload.report || null;
     $("root").textContent = payload.root ? "in " + payload.root : "";
-    $("status").textContent = index.length + " cassettes" + (exported ? " (exported)" : " (live: new recordings appear as they are written)");
+    const pending = payload.pending ? "; reading " + payload.pending + " more …" : "";
+    $("status").textContent = index.length + " cassettes" + pending + (exported ? " (exported)" : " (live: new recordings appear as they are written)");
     fillFilters();
     renderReport();
     renderList();
@@ -319,7 +320,9 @@
   async function load() {
     if (!index.length) $("status").textContent = "Reading the cassettes' summaries …";
     const reply = await fetch("/api/index");
-    show(await reply.json());
+    const payload = await reply.json();
+    show(payload);
+    if (payload.pending) setTimeout(load, 1000);  // a first start on a big folder: the list fills in
   }
 
   async function poll() {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import httpx
@@ -83,6 +84,30 @@ def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
     assert "one, edited" in [s["last_user"] for s in summaries]
     third.unlink()
     assert len(index.summaries()) == 2
+
+
+def test_a_request_during_a_long_first_read_gets_what_is_ready_and_how_many_are_pending(tmp_path, monkeypatch):
+    for n in range(3):
+        write(tmp_path, chat(f"prompt {n}", "a"))
+    first_read, release = threading.Event(), threading.Event()
+    real_load = store.load
+
+    def slow_load(path):
+        if first_read.is_set():
+            release.wait(30)  # the second file's read takes "long": until the test releases it
+        first_read.set()
+        return real_load(path)
+
+    monkeypatch.setattr(store, "load", slow_load)
+    index = view.Index(tmp_path)
+    index.refresh_in_background(wait=0)
+    assert first_read.wait(30)
+    ready, pending = index.snapshot()
+    assert (len(ready), pending) in ((0, 3), (1, 2))  # the first summary may be stored yet or not
+    release.set()
+    index.refresh_in_background(wait=30)
+    ready, pending = index.snapshot()
+    assert (sorted(s["last_user"] for s in ready), pending) == (["prompt 0", "prompt 1", "prompt 2"], 0)
 
 
 def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path, monkeypatch):
