@@ -540,6 +540,16 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def port(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535, or 0 for a free one")
+    return number
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "view",
@@ -558,7 +568,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--html", type=Path, metavar="OUT", help="write one self-contained HTML file instead of serving"
     )
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 to serve on (default: a free one)")
+    parser.add_argument("--port", type=port, default=0, help="port on 127.0.0.1 to serve on (default: a free one)")
     parser.add_argument("--open", action="store_true", help="open the page in the default browser")
     parser.add_argument(
         "--only-used", action="store_true", help="export only the cassettes the report(s) used or missed near"

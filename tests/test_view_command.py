@@ -209,6 +209,12 @@ def test_bad_input_is_named_with_what_to_do(tmp_path, args, says):
     assert says in done.stdout
 
 
+def test_a_bad_port_is_refused_before_serving(tmp_path):
+    done = cassette("view", str(tmp_path), "--port", "70000", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "'70000' is not a port: give a number from 1 to 65535, or 0 for a free one" in done.stderr
+
+
 def test_report_view_sums_reports_and_lists_unused_cassettes(tmp_path):
     a, b = Report(hits=2, cassettes_used={"x.json"}), Report(hits=1, cassettes_used={"y.json"})
     a.errors.append({"type": "stream_incomplete", "cassette": "z.json", "message": "cut off"})
