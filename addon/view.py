@@ -31,7 +31,6 @@ from . import review, store
 from .conversation import conversation_of, first_line
 from .miss import ABSENT, changes
 
-PAGE_FILES = ("view_page.html", "view_page.css", "view_page.js")
 SNIPPET = 240
 """Characters of the last user message and of the answer's first line kept in the index."""
 

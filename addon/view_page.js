@@ -77,12 +77,23 @@
     if (from && day < from) return false;
     if (to && day > to) return false;
     if (words.length) {
-      let text = [c.id, c.key, c.model, endpointOf(c), c.last_user, c.answer, c.finish_reason, c.error].join(" ");
-      if (details[c.id]) text += " " + JSON.stringify(details[c.id].conversation || "");
-      text = text.toLowerCase();
+      const text = searchText(c);
       if (!words.every((w) => text.includes(w))) return false;
     }
     return true;
+  }
+
+  const searchTexts = new Map();
+  function searchText(c) {
+    // The export searches whole conversations; built once per cassette, not on every keystroke.
+    const stamp = c.recorded_at + c.size;
+    const cached = searchTexts.get(c.id);
+    if (cached && cached[0] === stamp) return cached[1];
+    let text = [c.id, c.key, c.model, endpointOf(c), c.last_user, c.answer, c.finish_reason, c.error].join(" ");
+    if (details[c.id]) text += " " + JSON.stringify(details[c.id].conversation || "");
+    text = text.toLowerCase();
+    searchTexts.set(c.id, [stamp, text]);
+    return text;
   }
 
   // -- the list -----------------------------------------------------------------------------------------------
