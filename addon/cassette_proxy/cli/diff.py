@@ -86,12 +86,17 @@ def compare(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]
     return changes, other
 
 
-def review(rev: str, folder: Path) -> list[Entry]:
+def check_revision(rev: str) -> None:
+    """Raise GitError unless we are in a git repository and `rev` names one of its commits."""
     git("rev-parse", "--show-toplevel")  # outside a repository, `git diff` would compare plain files instead
     try:
         git("rev-parse", "--verify", f"{rev}^{{commit}}")
     except GitError:
         raise GitError(f"{rev!r} is not a commit of this repository") from None
+
+
+def review(rev: str, folder: Path) -> list[Entry]:
+    check_revision(rev)
     entries = []
     for status, path in changed_files(rev, folder):
         if status == "D":

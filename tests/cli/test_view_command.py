@@ -1,0 +1,244 @@
+"""`cassette view` without a browser: the served API's boundaries, the index cache, the export's limits and errors."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from cassette_command import CASSETTE, cassette
+from cassette_proxy.cli import view
+from cassette_proxy.core.atomic_write import write_atomic
+from cassette_proxy.core.cassette_file import dumps, load
+from cassette_proxy.core.report import Report
+from harness import mitmdump_path
+from samples import cassette_path, chat, write
+
+
+@pytest.fixture
+def served(tmp_path):
+    """`cassette view` serving a folder of two cassettes; yields (url, folder); stopped by PID."""
+    folder = tmp_path / "cassettes"
+    write(folder, chat("first prompt", "first answer"))
+    write(folder, chat("second prompt", "second answer"))
+    process = subprocess.Popen([CASSETTE, "view", str(folder)], stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    try:
+        yield line.split(" at ", 1)[1].split()[0], folder
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=15)
+
+
+def test_serves_on_loopback_with_a_strict_policy_and_refuses_writes(served):
+    url, _ = served
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", url)
+    page = httpx.get(url, timeout=10)
+    policy = page.headers["content-security-policy"]
+    assert policy.startswith("default-src 'none'; script-src 'sha256-")
+    assert "'unsafe-inline'" not in policy and "frame-ancestors 'none'" in policy
+    assert page.headers["x-content-type-options"] == "nosniff"
+    for method in ("POST", "PUT", "DELETE"):
+        assert httpx.request(method, url + "api/index", timeout=10).status_code == 405
+
+
+def test_a_cassette_id_outside_the_folder_is_not_found(served, tmp_path):
+    url, folder = served
+    assert len(httpx.get(url + "api/index", timeout=10).json()["cassettes"]) == 2
+    (tmp_path / "secret.json").write_text('{"secret": "outside the folder"}')
+    (folder / "link.json").symlink_to(tmp_path / "secret.json")
+    for bad in ("../secret.json", "/etc/passwd", "link.json", "api.openai.com/../../secret.json", "nope.json"):
+        reply = httpx.get(url + "api/cassette", params={"id": bad}, timeout=10)
+        assert reply.status_code == 404, bad
+        assert "outside the folder" not in reply.text
+    [one] = [
+        c["id"]
+        for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]
+        if "first" in c.get("last_user", "")
+    ]
+    assert "link.json" not in [c["id"] for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]]
+    detail = httpx.get(url + "api/cassette", params={"id": one}, timeout=10).json()
+    assert detail["conversation"]["answer"]["text"] == "first answer"
+
+
+def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
+    first = write(tmp_path, chat("one", "a"))
+    write(tmp_path, chat("two", "b"))
+    loads = []
+    real_load = load
+    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    index = view.Index(tmp_path)
+    assert [s["last_user"] for s in index.summaries()] == sorted(
+        ["one", "two"], key=lambda t: cassette_path(chat(t, ""))
+    )
+    assert len(loads) == 2
+    index.summaries()
+    assert len(loads) == 2  # unchanged files come from the cache
+    changed = chat("one, edited", "a")
+    write_atomic(first, dumps(changed))
+    third = write(tmp_path, chat("three", "c"))
+    summaries = index.summaries()
+    assert sorted(loads[2:]) == sorted([first.name, third.name])
+    assert "one, edited" in [s["last_user"] for s in summaries]
+    third.unlink()
+    assert len(index.summaries()) == 2
+
+
+def test_a_request_during_a_long_first_read_gets_what_is_ready_and_how_many_are_pending(tmp_path, monkeypatch):
+    for n in range(3):
+        write(tmp_path, chat(f"prompt {n}", "a"))
+    first_read, release = threading.Event(), threading.Event()
+    real_load = load
+
+    def slow_load(path):
+        if first_read.is_set():
+            release.wait(30)  # the second file's read takes "long": until the test releases it
+        first_read.set()
+        return real_load(path)
+
+    monkeypatch.setattr(view, "load", slow_load)
+    index = view.Index(tmp_path)
+    index.refresh_in_background(wait=0)
+    assert first_read.wait(30)
+    ready, pending = index.snapshot()
+    assert (len(ready), pending) in ((0, 3), (1, 2))  # the first summary may be stored yet or not
+    release.set()
+    index.refresh_in_background(wait=30)
+    ready, pending = index.snapshot()
+    assert (sorted(s["last_user"] for s in ready), pending) == (["prompt 0", "prompt 1", "prompt 2"], 0)
+
+
+def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path, monkeypatch):
+    folder, cache = tmp_path / "cassettes", tmp_path / "cache" / "view.json"
+    write(folder, chat("one", "a"))
+    write(folder, chat("two", "b"))
+    first = view.Index(folder, cache).summaries()
+    loads = []
+    real_load = load
+    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    assert view.Index(folder, cache).summaries() == first
+    assert loads == []  # a new run read no cassette
+    cache.write_text("{broken")
+    assert view.Index(folder, cache).summaries() == first
+    assert len(loads) == 2
+
+
+def test_an_unreadable_cassette_is_listed_with_its_problem(tmp_path):
+    write(tmp_path, chat("fine", "ok"))
+    (tmp_path / "broken.json").write_text("{not json")
+    summaries = {s["id"]: s for s in view.Index(tmp_path).summaries()}
+    assert "invalid JSON" in summaries["broken.json"]["error"]
+    assert "invalid JSON" in view.detail(tmp_path, "broken.json")["error"]
+
+
+def test_the_export_is_one_file_with_no_network_reference_and_data_that_cannot_close_its_script(tmp_path):
+    folder = tmp_path / "cassettes"
+    write(folder, chat("</script><script>alert(1)</script> <!-- & -->", "<img src=https://example.com/x.png>"))
+    out = tmp_path / "export.html"
+    done = cassette("view", str(folder), "--html", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = out.read_text()
+    data = re.search(r'<script type="application/json" id="cassette-data">(.*?)</script>', html, re.S).group(1)
+    assert "<" not in data and ">" not in data and "\\u003c/script\\u003e" in data
+    page = html.replace(data, "")
+    assert not re.search(r"\b(src|href)\s*=|@import|url\(|https?://", page, re.I)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "connect-src 'none'" in policy and "img-src 'none'" in policy and "'unsafe-inline'" not in policy
+    assert html.count("<script") == 2  # the data block and the page's one script, allowed by its hash
+
+
+def test_export_only_used_keeps_the_cassettes_a_run_used_or_missed_near(tmp_path):
+    folder = tmp_path / "cassettes"
+    used = write(folder, chat("used", "a")).relative_to(folder).as_posix()
+    near = write(folder, chat("near a miss", "b")).relative_to(folder).as_posix()
+    write(folder, chat("neither", "c"))
+    report = Report(hits=1, cassettes_used={used})
+    report.misses.append({"key": "f" * 32, "method": "POST", "url": "u", "cassette": "x", "closest": [{"cassette": near, "differences": []}]})  # fmt: skip
+    report.write(tmp_path / "report.json")
+    out = tmp_path / "used.html"
+    done = cassette("view", str(folder), "--report", "report.json", "--html", str(out), "--only-used", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(2 of 3 cassettes)" in done.stdout
+    html = out.read_text()
+    assert "near a miss" in html and '"used"' in html and "neither" not in html
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=cwd, check=True, capture_output=True
+    )
+
+
+def test_export_changed_keeps_what_a_re_record_added_or_changed(tmp_path):
+    folder = tmp_path / "cassettes"
+    kept = write(folder, chat("kept", "same"))
+    rerecorded = write(folder, chat("re-recorded", "before"))
+    git("init", "-q", cwd=tmp_path)
+    git("add", ".", cwd=tmp_path)
+    git("commit", "-qm", "cassettes", cwd=tmp_path)
+    write_atomic(rerecorded, dumps(chat("re-recorded", "after")))
+    write(folder, chat("brand new", "n"))
+    out = tmp_path / "changed.html"
+    done = cassette("view", "cassettes", "--html", str(out), "--changed", "HEAD", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "(2 of 3 cassettes)" in done.stdout
+    html = out.read_text()
+    assert "brand new" in html and "after" in html and kept.stem not in html
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["missing-folder"], "missing-folder is not a folder"),
+        (["cassettes", "--report", "nope.json"], "cannot read the report nope.json"),
+        (["cassettes", "--report", "bad.json"], "is not JSON"),
+        (["cassettes", "--only-used", "--report", "bad.json"], "is not JSON"),
+        (["cassettes", "--only-used"], "--only-used and --changed limit an export: add --html OUT"),
+        (["cassettes", "--html", "o.html", "--only-used"], "--only-used needs the run's report"),
+        (["cassettes", "--html", "o.html", "--changed", "no-such-rev"], "is not a commit of this repository"),
+    ],
+)
+def test_bad_input_is_named_with_what_to_do(tmp_path, args, says):
+    write(tmp_path / "cassettes", chat("q", "a"))
+    (tmp_path / "bad.json").write_text("{")
+    git("init", "-q", cwd=tmp_path)
+    done = cassette("view", *args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert says in done.stdout
+
+
+def test_a_bad_port_is_refused_before_serving(tmp_path):
+    done = cassette("view", str(tmp_path), "--port", "70000", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "'70000' is not a port: give a number from 1 to 65535, or 0 for a free one" in done.stderr
+
+
+def test_report_view_sums_reports_and_lists_unused_cassettes(tmp_path):
+    a, b = Report(hits=2, cassettes_used={"x.json"}), Report(hits=1, cassettes_used={"y.json"})
+    a.errors.append({"type": "stream_incomplete", "cassette": "z.json", "message": "cut off"})
+    shown = view.report_view(tmp_path, [(Path("a"), a.to_json()), (Path("b"), b.to_json())], ["x.json", "y.json", "w.json"])  # fmt: skip
+    assert (shown["counts"]["hits"], shown["counts"]["errors"], shown["unused"]) == (3, 1, ["w.json"])
+    assert shown["errors"][0]["type"] == "stream_incomplete"
+
+
+def test_the_command_side_does_not_import_mitmproxy():
+    python = Path(mitmdump_path()).with_name("python")  # the proxy's environment, where mitmproxy is installed
+    code = "import sys, cassette_proxy.cli, cassette_proxy.cli.view; assert 'mitmproxy' not in sys.modules, 'imported'"
+    assert subprocess.run([str(python), "-c", code], capture_output=True, text=True).returncode == 0
+
+
+def test_a_miss_is_diffed_against_its_closest_recording_and_a_path_out_of_the_folder_is_not_read(tmp_path):
+    near = write(tmp_path, chat("What is the capital of France?", "Paris")).relative_to(tmp_path).as_posix()
+    body = {"model": "gpt-4o-mini", "temperature": 0, "messages": [{"role": "user", "content": "What about Spain?"}]}
+    miss = {"key": "f" * 32, "method": "POST", "url": "u", "cassette": "c", "body": body,
+            "closest": [{"cassette": near, "differences": ["worded"]}, {"cassette": "../../etc/passwd", "differences": ["kept"]}]}  # fmt: skip
+    shown, outside = view.miss_view(tmp_path, miss)["closest"]
+    assert shown["rows"] == [
+        ["messages[0].content", "What is the capital of France?", "What about Spain?"],
+        ["temperature", None, "0"],
+    ]
+    assert outside == {"cassette": "../../etc/passwd", "differences": ["kept"]}
