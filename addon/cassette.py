@@ -34,7 +34,7 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
-from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths
+from cassette_proxy.key import DEFAULT_KEY_HEADERS, KeyCache, RequestFacts, identity, parse_ignore_paths
 from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
@@ -48,8 +48,6 @@ from mitmproxy.net.http import status_codes
 log = logging.getLogger("cassette")
 
 REPEATS = ("reuse", "sequence")
-
-DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
