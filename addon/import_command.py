@@ -59,13 +59,15 @@ def run(args: argparse.Namespace) -> int:
     if root.exists() and not root.is_dir():
         print(f"cassette import: --dir {args.dir} exists and is not a folder")
         return 2
-    files, unreadable = [], []
-    for path in importer.recording_files(args.paths):
+    files, unreadable, ignored = [], [], []
+    for path, named in importer.recording_files(args.paths, exclude=root):
         name = display_name(path)
         try:
             kind, entries = importer.read_recording(path.read_bytes(), name, args.source_format)
         except (OSError, importer.UnreadableRecording) as e:
-            unreadable.append(str(e) if isinstance(e, importer.UnreadableRecording) else f"{name}: {e.strerror or e}")
+            problem = str(e) if isinstance(e, importer.UnreadableRecording) else f"{name}: {e.strerror or e}"
+            # A file found in a folder may be anything (fixtures, package.json); one named must be a recording.
+            (unreadable if named or path.suffix.lower() in (".yaml", ".yml", ".har") else ignored).append(problem)
             continue
         files.append(importer.RecordingFile(name, kind, entries))
     outcomes = importer.plan(files, settings, root, replace=args.replace)
@@ -83,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             print(f"{label} {outcome.source}: {outcome.detail}")
+    for problem in ignored:
+        print(f"ignored   {problem}")
     for problem in unreadable:
         print(f"UNREADABLE {problem}")
     _print_summary(args, files, unreadable, outcomes)

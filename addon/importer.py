@@ -625,13 +625,17 @@ def write(outcomes: Iterable[Outcome], root: Path) -> None:
             store.write_atomic(root / outcome.relative, outcome.data)
 
 
-def recording_files(paths: Iterable[Path]) -> list[Path]:
-    """The files named, and the recordings under the folders named (pytest-recording keeps
-    `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents sorted."""
-    found: list[Path] = []
+def recording_files(paths: Iterable[Path], exclude: Path | None = None) -> list[tuple[Path, bool]]:
+    """(file, named) for the files named and the candidate files under the folders named (pytest-recording
+    keeps `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents sorted. Files under `exclude`
+    (the cassette folder being written) are not candidates: they are cassettes already."""
+    found: dict[Path, bool] = {}
     for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in RECORDING_SUFFIXES))
-        else:
-            found.append(path)
-    return list(dict.fromkeys(found))
+        if not path.is_dir():
+            found[path] = True
+            continue
+        for candidate in sorted(path.rglob("*")):
+            inside = exclude is not None and candidate.resolve().is_relative_to(exclude)
+            if candidate.is_file() and candidate.suffix.lower() in RECORDING_SUFFIXES and not inside:
+                found.setdefault(candidate, False)
+    return list(found.items())
