@@ -16,6 +16,8 @@ import vcr
 from cassette_proxy import cli, store
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
 
+pytest_plugins = ["pytester"]
+
 GOOGLE_KEY = "AIzaFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE0123"
 GEMINI_URL = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent"
 
@@ -275,3 +277,61 @@ def test_the_same_request_with_different_answers_in_two_files_is_a_reported_coll
     kept = [c for c in cassettes(folder).values() if c["request"]["body"]["messages"][0]["content"] != "plain"]
     assert kept[0]["response"]["body"]["choices"][0]["message"]["content"].startswith("#")
     assert kept[0]["recorded_with"]["imported_from"].endswith("vcr/test_a.yaml")
+
+
+BEFORE = """
+import openai
+import pytest
+
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    return {{"filter_headers": ["authorization"], "decode_compressed_response": True}}
+
+
+def ask(prompt, stream=False):
+    client = openai.OpenAI(api_key="{key}", max_retries=0)
+    messages = [{{"role": "user", "content": prompt}}]
+    if not stream:
+        return client.chat.completions.create(model="gpt-4o-mini", messages=messages).choices[0].message.content
+    chunks = client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
+    return "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices)
+
+
+@pytest.mark.vcr
+def test_summary():
+    assert ask("summarise the cat") == "echo: summarise the cat"
+
+
+@pytest.mark.vcr
+def test_streamed_summary():
+    assert ask("stream the cat", stream=True) == "echo: stream the cat"
+"""
+
+
+def test_a_pytest_recording_suite_switches_to_the_proxy_with_its_recordings(
+    pytester, https_upstream, start_proxy, client_env, monkeypatch, capsys
+):
+    """The README's before and after, really run: pytest-recording records, `cassette import` converts, the
+    same tests without the decorator replay through the plugin's proxy, nothing reaching the API."""
+    client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
+    pytester.makepyfile(test_summary=BEFORE.format(key=FAKE_OPENAI_KEY))
+    pytester.runpytest_subprocess("--record-mode=once").assert_outcomes(passed=2)
+    recordings = sorted(p.relative_to(pytester.path).as_posix() for p in pytester.path.rglob("*.yaml"))
+    assert recordings == [
+        "cassettes/test_summary/test_streamed_summary.yaml",
+        "cassettes/test_summary/test_summary.yaml",
+    ]
+
+    assert cli.main(["import", "cassettes", "--dir", "imported"]) == 0
+    assert "2 imported" in capsys.readouterr().out
+
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name)
+    pytester.makeini("[pytest]\ncassette = true\ncassette_dir = imported\n")
+    pytester.makepyfile(test_summary=BEFORE.format(key=FAKE_OPENAI_KEY).replace("@pytest.mark.vcr\n", ""))
+    served = https_upstream.count
+    after = pytester.runpytest_subprocess("-p", "no:recording")
+    after.assert_outcomes(passed=2)
+    after.stdout.fnmatch_lines(["cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough"])
+    assert https_upstream.count == served
