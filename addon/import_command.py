@@ -19,6 +19,7 @@ from .scope import DEFAULT_HOSTS
 
 _LABELS = {
     importer.IMPORTED: "imported",
+    importer.UPDATED: "updated",
     importer.REPLACED: "replaced",
     importer.UNCHANGED: "unchanged",
     importer.PRESENT: "present",

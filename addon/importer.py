@@ -249,7 +249,7 @@ def _har_entry(entry: dict, source: str) -> Recorded | Unusable:
         )
     timings = entry.get("timings") or {}
     receive = timings.get("receive")
-    started = entry.get("startedDateTime")
+    response_headers = _har_headers(response.get("headers"))
     return Recorded(
         source=source,
         method=str(request["method"]),
@@ -257,11 +257,19 @@ def _har_entry(entry: dict, source: str) -> Recorded | Unusable:
         request_headers=_har_headers(request.get("headers")),
         request_body=request_body,
         status=status,
-        response_headers=_har_headers(response.get("headers")),
+        response_headers=response_headers,
         response_body=_har_text(content.get("text"), content.get("encoding")),
-        recorded_at=_iso(datetime.fromisoformat(started.replace("Z", "+00:00"))) if started else None,
+        recorded_at=_har_time(entry.get("startedDateTime")) or _http_date(response_headers),
         receive_ms=float(receive) if isinstance(receive, int | float) and receive > 0 else None,
     )
+
+
+def _har_time(started: Any) -> str | None:
+    """`startedDateTime` (ISO 8601) as our `recorded_at`; None when absent or not a time."""
+    try:
+        return _iso(datetime.fromisoformat(str(started).replace("Z", "+00:00"))) if started else None
+    except ValueError:
+        return None
 
 
 def _har_headers(headers: Any) -> tuple[tuple[str, str], ...]:
@@ -507,6 +515,7 @@ def convert(recorded: Recorded, settings: ImportSettings, origin: str) -> Conver
 
 IMPORTED = "imported"
 UNCHANGED = "unchanged"
+UPDATED = "updated"
 PRESENT = "present"
 DUPLICATE = "duplicate"
 REPEAT = "repeat"
@@ -541,7 +550,8 @@ def plan(files: Sequence[RecordingFile], settings: ImportSettings, root: Path, r
     that repeat the answer before them are left out, since replay repeats the last recording anyway.
     Across files (pytest-recording keeps one per test), the first file in the order given wins a
     path; a later one with a different response there is a collision, as is a file already on
-    disk holding a different response (kept, unless `replace`).
+    disk holding a different response (kept, unless `replace`). A file an earlier import of the same
+    source wrote is that source's to update.
     """
     outcomes: list[Outcome] = []
     planned: dict[str, tuple[str, dict]] = {}
@@ -604,17 +614,21 @@ def _place(
     if existing == data:
         return Outcome(UNCHANGED, converted.source, converted.url, relative)
     try:
-        same = json.loads(existing).get("response") == response
-    except (ValueError, AttributeError):
-        same = False
+        on_disk = json.loads(existing)
+        origin = on_disk["recorded_with"].get("imported_from")
+        same = on_disk["response"] == response
+    except (ValueError, TypeError, KeyError, AttributeError):
+        on_disk, origin, same = None, None, False
+    if origin == converted.cassette["recorded_with"]["imported_from"] or replace:
+        # An earlier import of this very file (its content or today's --redact/--ignore changed it): follow the file.
+        return Outcome(UPDATED if not replace else REPLACED, converted.source, converted.url, relative, data)
     if same:
         return Outcome(PRESENT, converted.source, "already recorded with the same answer; kept as it is", relative)
-    if replace:
-        return Outcome(REPLACED, converted.source, converted.url, relative, data)
+    problem = "is not a valid cassette" if on_disk is None else "already holds a different answer"
     return Outcome(
         COLLIDED,
         converted.source,
-        f"{converted.url}: {relative} already holds a different answer; kept it (pass --replace to overwrite)",
+        f"{converted.url}: {relative} {problem}; kept it (pass --replace to overwrite)",
         relative,
     )
 

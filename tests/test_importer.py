@@ -135,7 +135,11 @@ def test_a_different_answer_in_a_second_file_collides_and_the_same_one_is_a_dupl
 def test_a_cassette_already_on_disk_is_kept_when_it_answers_the_same_and_collides_otherwise(tmp_path):
     text = vcr_text([(chat_request("q"), response(answer("one")))])
     [first] = run_plan(tmp_path, text)
-    recorded = json.loads(first.data) | {"recorded_at": "2026-01-01T00:00:00+00:00"}  # as the proxy recorded it
+    proxy_made = {
+        "recorded_at": "2026-01-01T00:00:00+00:00",
+        "recorded_with": {"cassette_proxy": "0.1.0", "mitmproxy": "11.0.2"},
+    }
+    recorded = json.loads(first.data) | proxy_made  # the same request, recorded by the proxy
     store.write_atomic(tmp_path / first.relative, store.dumps(recorded))
     assert run_plan(tmp_path, text)[0].action == "present"
     changed = vcr_text([(chat_request("q"), response(answer("two")))])
@@ -237,3 +241,33 @@ def test_har_entries_without_a_response_or_a_body_are_reported(tmp_path):
     outcomes = run_plan(tmp_path, json.dumps(har).encode())
     assert [o.action for o in outcomes] == ["skipped", "invalid"]
     assert "status 0" in outcomes[0].detail and "content.text" in outcomes[1].detail
+
+
+def test_reimporting_a_file_with_new_options_or_content_updates_what_its_earlier_import_wrote(tmp_path):
+    def request() -> Request:
+        return chat_request("mail me at me@example.com")
+
+    text = vcr_text([(request(), response(answer("one")))])
+    [first] = run_plan(tmp_path, text)
+    store.write_atomic(tmp_path / first.relative, first.data)
+    assert run_plan(tmp_path, text)[0].action == "unchanged"
+    redacting = importer.import_settings(redact_specs=["pii"])
+    [updated] = run_plan(tmp_path, text, settings=redacting)  # the e-mail address must not stay on disk
+    assert updated.action == "updated" and b"[REDACTED:email]" in updated.data and b"me@example.com" not in updated.data
+    assert updated.relative == first.relative  # redaction never changes the key
+    rerecorded = vcr_text([(request(), response(answer("two")))])
+    assert run_plan(tmp_path, rerecorded)[0].action == "updated"  # the file was re-recorded with VCR
+
+
+def test_a_har_entry_time_comes_from_started_date_time_else_the_date_header(tmp_path):
+    def entry(started: str | None) -> dict:
+        return {
+            "startedDateTime": started,
+            "request": {"method": "POST", "url": API, "headers": [], "postData": {"text": f'{{"n": "{started}"}}'}},
+            "response": {"status": 200, "headers": [{"name": "Date", "value": "Tue, 04 Mar 2025 05:06:07 GMT"}],
+                         "content": {"mimeType": "application/json", "text": "{}"}},
+        }  # fmt: skip
+
+    har = {"log": {"entries": [entry("2024-01-02T03:04:05.678+01:00"), entry("yesterday"), entry(None)]}}
+    times = [json.loads(o.data)["recorded_at"] for o in run_plan(tmp_path, json.dumps(har).encode())]
+    assert times == ["2024-01-02T02:04:05+00:00", "2025-03-04T05:06:07+00:00", "2025-03-04T05:06:07+00:00"]
