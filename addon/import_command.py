@@ -31,13 +31,17 @@ _LABELS = {
 }
 
 
-def display_name(path: Path) -> str:
-    """The path as the summary and `imported_from` show it: relative to the working folder when inside it, so
-    a re-import from the same place writes the same bytes and no home folder leaks into a cassette."""
+def display_name(path: Path, argument: Path) -> str:
+    """The path as the summary and `imported_from` show it: relative to the working folder when inside it, else
+    from the PATH argument's own name down (`cassettes/test_mod/test_a.yaml`), so a re-import from the same
+    place writes the same bytes, two tests' files never share a name, and no home folder leaks into a cassette."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
+        pass
+    if argument == path:
         return path.name
+    return (Path(argument.resolve().name) / path.resolve().relative_to(argument.resolve())).as_posix()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"cassette import: --dir {args.dir} exists and is not a folder")
         return 2
     files, unreadable, ignored = [], [], []
-    for path, named in importer.recording_files(args.paths, exclude=root):
-        name = display_name(path)
+    for path, argument in importer.recording_files(args.paths, exclude=root):
+        name, named = display_name(path, argument), path == argument
         try:
             kind, entries = importer.read_recording(path.read_bytes(), name, args.source_format)
         except (OSError, importer.UnreadableRecording) as e:

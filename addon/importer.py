@@ -639,17 +639,17 @@ def write(outcomes: Iterable[Outcome], root: Path) -> None:
             store.write_atomic(root / outcome.relative, outcome.data)
 
 
-def recording_files(paths: Iterable[Path], exclude: Path | None = None) -> list[tuple[Path, bool]]:
-    """(file, named) for the files named and the candidate files under the folders named (pytest-recording
-    keeps `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents sorted. Files under `exclude`
-    (the cassette folder being written) are not candidates: they are cassettes already."""
-    found: dict[Path, bool] = {}
+def recording_files(paths: Iterable[Path], exclude: Path | None = None) -> list[tuple[Path, Path]]:
+    """(file, the PATH argument that found it) for the files named and the candidate files under the folders
+    named (pytest-recording keeps `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents
+    sorted. Files under `exclude` (the cassette folder being written) are not candidates: they are cassettes."""
+    found: dict[Path, Path] = {}
     for path in paths:
         if not path.is_dir():
-            found[path] = True
+            found[path] = path
             continue
         for candidate in sorted(path.rglob("*")):
             inside = exclude is not None and candidate.resolve().is_relative_to(exclude)
             if candidate.is_file() and candidate.suffix.lower() in RECORDING_SUFFIXES and not inside:
-                found.setdefault(candidate, False)
+                found.setdefault(candidate, path)
     return list(found.items())

@@ -91,3 +91,18 @@ def test_imported_cassettes_are_read_by_stale_and_ls(tmp_path, capsys):
     days = re.search(r"recorded (\d+) days ago", out)
     assert code == 1 and days and int(days.group(1)) > 20000  # undated by VCR (1970): listed for a re-record
     assert cli.main(["ls", "cassettes"]) == 0
+
+
+def test_files_outside_the_working_folder_are_named_from_the_folder_given(tmp_path, capsys, monkeypatch):
+    """Two tests' files of the same name stay apart, and no absolute path reaches a cassette."""
+    project = tmp_path / "project"
+    write_vcr(project / "cassettes" / "test_a" / "test_chat.yaml", "a", "1")
+    write_vcr(project / "cassettes" / "test_b" / "test_chat.yaml", "b", "2")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, out = run(capsys, str(project / "cassettes"), "--dir", "imported")
+    assert code == 0, out
+    origins = sorted(store.load(p)["recorded_with"]["imported_from"] for p in store.cassette_files(Path("imported")))
+    assert origins == ["vcr: cassettes/test_a/test_chat.yaml", "vcr: cassettes/test_b/test_chat.yaml"]
+    assert str(tmp_path) not in "".join(p.read_text() for p in store.cassette_files(Path("imported")))

@@ -271,3 +271,18 @@ def test_a_har_entry_time_comes_from_started_date_time_else_the_date_header(tmp_
     har = {"log": {"entries": [entry("2024-01-02T03:04:05.678+01:00"), entry("yesterday"), entry(None)]}}
     times = [json.loads(o.data)["recorded_at"] for o in run_plan(tmp_path, json.dumps(har).encode())]
     assert times == ["2024-01-02T02:04:05+00:00", "2025-03-04T05:06:07+00:00", "2025-03-04T05:06:07+00:00"]
+
+
+def test_an_ndjson_stream_is_stored_as_one_event_per_line(tmp_path):
+    lines = b'{"message": {"content": "hi"}, "done": false}\n{"done": true}\n'
+    ollama = Request(
+        "POST", "http://localhost:11434/api/chat", b'{"model": "llama3"}', {"content-type": "application/json"}
+    )
+    reply = {**response(lines), "headers": {"content-type": ["application/x-ndjson"]}}
+    settings = importer.import_settings(hosts=["localhost"])
+    [outcome] = run_plan(tmp_path, vcr_text([(ollama, reply)]), settings=settings)
+    assert outcome.relative.startswith("localhost_11434/api/chat/")
+    assert json.loads(outcome.data)["response"]["body"] == [
+        {"ms": 0, "text": '{"message": {"content": "hi"}, "done": false}\n'},
+        {"ms": 0, "text": '{"done": true}\n'},
+    ]
