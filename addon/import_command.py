@@ -145,9 +145,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--hosts",
-        nargs="+",
+        action="append",
         metavar="GLOB",
-        help="hosts under cassette control, as the suite's cassette_hosts (default: the known LLM APIs)",
+        help="a host under cassette control, as the suite's cassette_hosts; repeat it (default: the known LLM APIs)",
     )
     parser.add_argument(
         "--key-header",
