@@ -62,10 +62,12 @@ class Recorded:
     response_headers: tuple[tuple[str, str], ...]
     response_body: bytes
     """As recorded: still compressed when the recording kept the `content-encoding` (VCR without
-    `decode_compressed_response`); HAR bodies are decoded already, which decoding again detects."""
+    `decode_compressed_response`)."""
     recorded_at: str | None = None
     receive_ms: float | None = None
     """HAR `timings.receive`: how long the body took to arrive, spread over a stream's events."""
+    decoded: bool = False
+    """The bodies are decoded whatever the headers say: HAR holds decoded text (`content.text`, `postData.text`)."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,7 @@ def _har_entry(entry: dict, source: str) -> Recorded | Unusable:
         response_body=_har_text(content.get("text"), content.get("encoding")),
         recorded_at=_har_time(entry.get("startedDateTime")) or _http_date(response_headers),
         receive_ms=float(receive) if isinstance(receive, int | float) and receive > 0 else None,
+        decoded=True,
     )
 
 
@@ -333,9 +336,7 @@ _DECODERS = {
 def decoded(body: bytes, content_encoding: str) -> bytes:
     """The body with its content encoding undone, or as it is when it does not decode: what mitmproxy's
     `get_content(strict=False)` gives the addon, so the importer keys the bytes the proxy keys.
-
-    A HAR body is decoded already while its headers still name the encoding; decoding it again fails and
-    leaves it alone, as it should. Raises MissingDecoder when the decoder package is absent.
+    Raises MissingDecoder when the decoder package is absent.
     """
     decoder = _DECODERS.get(content_encoding.strip().lower()) if content_encoding else None
     if decoder is None:
@@ -402,7 +403,7 @@ def request_facts(recorded: Recorded, key_headers: Sequence[str]) -> RequestFact
         raise ValueError(f"the URL {_no_query(recorded.url)!r} has no http(s) scheme and host")
     headers = _header_values(recorded.request_headers, [*key_headers, "content-type", "content-encoding"])
     body = recorded.request_body
-    if "content-encoding" in headers:
+    if "content-encoding" in headers and not recorded.decoded:
         body = decoded(body, headers["content-encoding"])
     return RequestFacts(
         method=recorded.method,
@@ -426,7 +427,9 @@ def _no_query(url: str) -> str:
 def _response_body(recorded: Recorded) -> dict:
     """{"body_format", "body"} as the addon stores the response: decoded, and a stream as its events."""
     headers = {name.lower(): value for name, value in recorded.response_headers}
-    body = decoded(recorded.response_body, headers.get("content-encoding", ""))
+    body = recorded.response_body
+    if not recorded.decoded:
+        body = decoded(body, headers.get("content-encoding", ""))
     content_type = headers.get("content-type", "")
     kind = stream_kind(content_type)
     if kind:
@@ -469,7 +472,7 @@ def convert(recorded: Recorded, settings: ImportSettings, origin: str) -> Conver
     """The cassette for one interaction (redacted like a recording), or why it is not imported."""
     try:
         facts = request_facts(recorded, settings.key_headers)
-    except ValueError as e:
+    except (ValueError, MissingDecoder) as e:
         return Unusable(recorded.source, str(e), invalid=True)
     url = public_url(facts)
     if not settings.hosts.match(facts.host.lower()):

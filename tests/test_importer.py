@@ -286,3 +286,30 @@ def test_an_ndjson_stream_is_stored_as_one_event_per_line(tmp_path):
         {"ms": 0, "text": '{"message": {"content": "hi"}, "done": false}\n'},
         {"ms": 0, "text": '{"done": true}\n'},
     ]
+
+
+def test_har_bodies_are_taken_as_decoded_whatever_content_encoding_says(tmp_path, monkeypatch):
+    """Browsers, Polly.js and mitmproxy write the decoded body and keep the `content-encoding: br` header;
+    decoding it again must not be tried (nor need brotli)."""
+    monkeypatch.setitem(importer._DECODERS, "br", lambda data: pytest.fail("a HAR body was decoded again"))
+    entry = {
+        "request": {"method": "POST", "url": API, "headers": [{"name": "content-encoding", "value": "br"},
+                                                              {"name": "content-type", "value": "application/json"}],
+                    "postData": {"mimeType": "application/json", "text": '{"model": "m"}'}},
+        "response": {"status": 200, "headers": [{"name": "content-encoding", "value": "br"},
+                                                {"name": "content-type", "value": "application/json"}],
+                     "content": {"mimeType": "application/json", "text": '{"id": "x"}'}},
+    }  # fmt: skip
+    [outcome] = run_plan(tmp_path, json.dumps({"log": {"entries": [entry]}}).encode())
+    cassette = json.loads(outcome.data)
+    assert (cassette["request"]["body"], cassette["response"]["body"]) == ({"model": "m"}, {"id": "x"})
+
+
+def test_a_vcr_body_in_an_encoding_whose_package_is_missing_is_reported_not_guessed(tmp_path, monkeypatch):
+    def missing(data: bytes) -> bytes:
+        raise importer.MissingDecoder("the body is br-encoded and the `brotli` package is not installed")
+
+    monkeypatch.setitem(importer._DECODERS, "br", missing)
+    text = vcr_text([(chat_request("q"), response(b"\x8b\x00", **{"content-encoding": "br"}))])
+    [outcome] = run_plan(tmp_path, text)
+    assert outcome.action == "invalid" and "brotli" in outcome.detail
