@@ -24,11 +24,13 @@ lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
 (no end of message), `x-fake-hold-open: 2` keeps the connection open that long
 after the last event, `x-fake-stream-error: 1` ends the stream with the API's
 in-stream error (Anthropic `error` event, Ollama `{"error"}` line, OpenAI chat
-without `[DONE]`). A client that accepts gzip gets a gzip stream, as from a real API.
+without `[DONE]`). A client that accepts gzip gets a gzip stream, as from a real API;
+`x-fake-gzip: 1` gzips a JSON answer too (content-encoding: gzip), as real APIs do.
 """
 
 import argparse
 import base64
+import gzip
 import json
 import math
 import os
@@ -345,6 +347,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_json(self, status: int, payload: dict, count: int = 0, extra: dict | None = None):
         data = json.dumps(payload).encode()
+        if self.headers.get("x-fake-gzip") == "1":
+            data = gzip.compress(data, mtime=0)
+            extra = {**(extra or {}), "content-encoding": "gzip"}
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))

@@ -20,6 +20,9 @@ SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
+DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
+"""Request headers in the key unless `cassette_key_headers` says otherwise: they change what the API does."""
+
 
 class RequestFacts(NamedTuple):
     """What the key is computed from, independent of mitmproxy's flow objects.
