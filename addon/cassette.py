@@ -164,6 +164,13 @@ class Cassette:
             "past the end.",
         )
         loader.add_option(
+            "cassette_max_size",
+            int,
+            store.DEFAULT_MAX_SIZE,
+            "The largest cassette file, in bytes, the proxy reads (checked before reading); a larger one answers "
+            "500 cassette_invalid. Default 256 MiB, far above any real response.",
+        )
+        loader.add_option(
             "cassette_replay_timing",
             str,
             os.environ.get("CASSETTE_REPLAY_TIMING", "none"),
@@ -217,6 +224,12 @@ class Cassette:
             self.root_prefix = f"{self.root}{os.sep}"
             if self.root.exists() and not self.root.is_dir():
                 raise exceptions.OptionsError(f"cassette_dir: {opts.cassette_dir!r} exists and is not a folder")
+        if "cassette_max_size" in updated and not opts.cassette_max_size > 0:
+            raise exceptions.OptionsError(
+                f"cassette_max_size: {opts.cassette_max_size!r} must be a number of bytes above 0"
+            )
+        if updated & {"cassette_dir", "cassette_max_size"}:
+            self.replays.root, self.replays.max_size = self.root, opts.cassette_max_size
         for name in ("cassette_report", "cassette_ready_file"):
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():

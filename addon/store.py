@@ -8,17 +8,20 @@ request shows which endpoint changed and a lookup is a single `open()`.
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
+import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from .key import DEFAULT_PORTS, parse_json_body
+from .key import DEFAULT_PORTS, normal_host, parse_json_body
 
 FORMAT_VERSION = 1
 
@@ -66,9 +69,22 @@ class CassetteError(Exception):
         self.problem = problem
 
 
+MAX_SEGMENT = 200
+"""File systems allow 255 bytes per name; a longer segment is shortened below that, with room to spare."""
+
+
 def _segment(text: str) -> str:
-    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder."""
+    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder.
+
+    A segment longer than MAX_SEGMENT (a base64 id in the path, a long slug)
+    becomes its first 100 safe characters, `--`, and 32 hex characters of the
+    SHA-256 of the whole segment: readable, deterministic, distinct. Shorter
+    segments are unchanged, so existing cassettes keep their paths.
+    """
     safe = _SAFE_SEGMENT.sub("_", text).strip(".")
+    if len(safe) > MAX_SEGMENT:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        safe = f"{safe[:100]}--{digest}"
     return safe or "_"
 
 
@@ -88,7 +104,7 @@ def relative_name(scheme: str, host: str, port: int, path: str, key: str) -> str
 @functools.lru_cache(maxsize=1024)
 def _endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
     """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
-    host_dir = _segment(host.lower())
+    host_dir = _segment(normal_host(host))
     if DEFAULT_PORTS.get(scheme) != port:
         host_dir += f"_{port}"
     segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]
@@ -198,6 +214,15 @@ def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
 
 BODY_FORMATS = frozenset({"json", "text", "base64", "events"})
 
+DEFAULT_MAX_SIZE = 256 * 1024 * 1024
+"""The largest cassette file read (the `cassette_max_size` option): far above any real LLM response (a long
+stream is a few MB), far below what a file meant to exhaust memory needs."""
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP field name (RFC 9110 `token`)."""
+
+_FORBIDDEN_IN_FIELDS = re.compile(r"[\r\n\x00]")
+
 _REQUIRED = {
     "key": str,
     "request": dict,
@@ -205,9 +230,56 @@ _REQUIRED = {
 }
 
 
-def load(path: Path) -> dict:
-    """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent."""
-    raw = path.read_bytes()
+def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """A cassette file's bytes, refused (CassetteError) unless it is a regular file of at most `max_size` bytes
+    that resolves inside `root` (when given); FileNotFoundError if absent.
+
+    A cassette arrives in a pull request: a symlink to `/etc/passwd` or to
+    `/dev/zero`, or a fifo, must not be read. The checks are made on the open
+    file (`fstat`), so the file cannot be swapped between check and read.
+    """
+    resolved = Path(os.path.realpath(path))
+    if root is not None and not resolved.is_relative_to(os.path.realpath(root)):
+        raise CassetteError(path, f"resolves to {resolved}, outside the cassette folder {root}; a cassette may be a "
+                            "symlink only to a file inside the folder")  # fmt: skip
+    try:
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise CassetteError(path, f"cannot be opened: {e.strerror or e}") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise CassetteError(
+                path, f"is not a regular file ({_file_kind(status.st_mode)}); a cassette is a JSON file"
+            )
+        if status.st_size > max_size:
+            raise CassetteError(path, f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} "
+                                "bytes; raise the limit if the recording is genuine")  # fmt: skip
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            raw = file.read(max_size + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > max_size:
+        raise CassetteError(path, f"grew past the cassette_max_size limit of {max_size} bytes while being read")
+    return raw
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block "
+                       "device"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> dict:
+    """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent.
+
+    `root`: the cassette folder the file must resolve inside (symlinks within it are fine).
+    """
+    raw = read_limited(path, root, max_size)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -225,16 +297,55 @@ def load(path: Path) -> dict:
         if not isinstance(cassette.get(field), kind):
             raise CassetteError(path, f"missing or invalid field {field!r}")
     response = cassette["response"]
-    if not isinstance(response.get("status"), int):
-        raise CassetteError(path, "missing or invalid field 'response.status'")
-    headers = response.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise CassetteError(path, "response.headers must be an object of strings")
-    if response.get("body_format", "text") not in BODY_FORMATS:
-        raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
-    if response.get("body_format") == "events" and not _valid_events(response.get("body")):
-        raise CassetteError(path, 'response.body must be a list of {"ms": <int ≥ 0>, "text": <str>} events')
+    status = response.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise CassetteError(path, f"response.status must be an integer from 100 to 599, not {_shown(status)}")
+    if not 100 <= status <= 599:
+        raise CassetteError(path, f"response.status {_shown(status)} is not an HTTP status (100 to 599)")
+    for side in ("request", "response"):
+        _check_headers(path, side, cassette[side].get("headers", {}))
+        _check_body(path, side, cassette[side])
     return cassette
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _check_headers(path: Path, side: str, headers: Any) -> None:
+    """Names that are HTTP tokens, values without CR, LF or NUL: a stored `\r\n` would inject headers on the wire."""
+    if not isinstance(headers, dict):
+        raise CassetteError(path, f"{side}.headers must be an object of strings")
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise CassetteError(path, f"{side}.headers: {_shown(name)} is not an HTTP header name")
+        if not isinstance(value, str):
+            raise CassetteError(path, f"{side}.headers.{name} must be a string, not {_shown(value)}")
+        if _FORBIDDEN_IN_FIELDS.search(value):
+            raise CassetteError(path, f"{side}.headers.{name} holds a CR, LF or NUL character: {_shown(value)}")
+
+
+def _check_body(path: Path, side: str, stored: dict) -> None:
+    """The body has the type its `body_format` declares (a missing body is empty text)."""
+    body_format = stored.get("body_format", "text")
+    if body_format not in BODY_FORMATS:
+        raise CassetteError(path, f"unknown {side}.body_format {_shown(body_format)}; use one of "
+                            f"{', '.join(sorted(BODY_FORMATS))}")  # fmt: skip
+    if "body" not in stored:
+        return
+    body = stored["body"]
+    if body_format in ("text", "base64") and not isinstance(body, str):
+        raise CassetteError(path, f"{side}.body does not match its body_format {body_format}: a string is "
+                            f"needed, not {_shown(body)}")  # fmt: skip
+    if body_format == "base64":
+        try:
+            base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise CassetteError(path, f"{side}.body does not match its body_format base64: {_shown(body)} is not "
+                                "base64") from None  # fmt: skip
+    if body_format == "events" and not _valid_events(body):
+        raise CassetteError(path, f'{side}.body must be a list of {{"ms": <int ≥ 0>, "text": <str>}} events')
 
 
 def default_dir() -> Path:
@@ -299,18 +410,27 @@ class ReplayCache:
     rewritten by another proxy (atomic rename: a new inode) is read again.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.size = size
-        self._entries: dict[str, tuple[tuple[int, int, int], Replay]] = {}
+        self.root = root
+        """The cassette folder every cassette must resolve inside."""
+        self.max_size = max_size
+        self._entries: dict[str, tuple[tuple[int, int, int, int], Replay]] = {}
 
     def load(self, path: str) -> Replay:
-        """The same errors as `load`. Callers must not mutate the cassette."""
+        """The same errors as `load`. Callers must not mutate the cassette.
+
+        The checks of `load` (inside the folder, a regular file, the size) run
+        when the file is read; a cached entry is reused only while `path`
+        still leads to the same file (device, inode, size, mtime), so a
+        symlink pointed elsewhere is read, and checked, again.
+        """
         status = os.stat(path)
-        stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
+        stamp = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
         entry = self._entries.get(path)
         if entry is not None and entry[0] == stamp:
             return entry[1]
-        replay = replay_of(Path(path), load(Path(path)))
+        replay = replay_of(Path(path), load(Path(path), self.root, self.max_size))
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
         self._entries[path] = (stamp, replay)
