@@ -372,11 +372,12 @@ class Cassette:
         )
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
         nearest = await asyncio.to_thread(misses.closest, path.parent, self.root, ident["method"], body)
-        error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
+        url = redact.loggable_url(ident["url"])  # the report and the log are on disk: no secret in any URL
+        error = misses.miss_body(key, ident["method"], url, relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "miss"
-        self.report.misses.append({"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative})
-        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
+        self.report.misses.append({"key": key, "method": ident["method"], "url": url, "cassette": relative})
+        log.warning(f"cassette miss: {ident['method']} {url} key={key} (would be {relative})")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
@@ -426,7 +427,7 @@ class Cassette:
         if not isinstance(pending, Pending) or recorder is None or recorder.saved_events is not None:
             return
         reason = (
-            f"cassette not saved: the stream from {pending.request['url']} was cut off before its end "
+            f"cassette not saved: the stream from {redact.loggable_url(pending.request['url'])} was cut off before its end "
             f"({flow.error.msg if flow.error else 'no reason given'})"
         )
         self.report.errors.append({"type": "stream_incomplete", "cassette": pending.relative, "message": reason})
@@ -452,7 +453,9 @@ class Cassette:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
         if not 200 <= status < 300:
-            log.warning(f"cassette not saved: upstream answered {status} for {pending.request['url']}")
+            log.warning(
+                f"cassette not saved: upstream answered {status} for {redact.loggable_url(pending.request['url'])}"
+            )
             return None
         response = {
             "status": status,
@@ -493,7 +496,9 @@ class Cassette:
                 elif count:
                     self.report.recorded += 1
                 self.report.cassettes_used.add(pending.relative)
-            log.info(f"cassette recorded: {pending.request['method']} {pending.request['url']} ({pending.relative})")
+            log.info(
+                f"cassette recorded: {pending.request['method']} {redact.loggable_url(pending.request['url'])} ({pending.relative})"
+            )
             return None
         finally:
             with self.writing:

@@ -32,6 +32,7 @@ from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
 from .miss import ERROR_HEADERS, error_body
+from .redact import loggable_url
 from .report import Report
 
 log = logging.getLogger("cassette")
@@ -107,7 +108,7 @@ class UpstreamGuard:
 
     def give_up(self, flow: http.HTTPFlow, status: int, problem: str) -> http.Response:
         """The JSON error for the client; drops what would have been saved, and counts it."""
-        url = flow.request.pretty_url.split("?", 1)[0]
+        url = loggable_url(flow.request.pretty_url.split("?", 1)[0])
         message = f"{problem}; nothing was saved for {flow.request.method} {url}. Check the upstream, then run again."
         flow.metadata.pop("cassette", None)
         flow.metadata["cassette_outcome"] = "error"
@@ -147,7 +148,7 @@ class UpstreamGuard:
     def error(self, flow: http.HTTPFlow) -> None:
         forwarded = flow.metadata.get("cassette") is not None  # and not answered by give_up()
         if forwarded and "cassette_stream" not in flow.metadata:  # a cut-off stream is the recorder's to count
-            url = flow.request.pretty_url.split("?", 1)[0]
+            url = loggable_url(flow.request.pretty_url.split("?", 1)[0])
             message = (
                 f"forwarded request failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
             )
