@@ -8,14 +8,16 @@ For people who start the proxy themselves, e.g. to run tests from an IDE:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from . import launcher, run_summary
+from . import launcher, run_summary, store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,10 +39,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def state_file() -> Path:
-    """Where `serve` leaves its exports for `env`, in a per-user folder only its owner can read."""
+    """Where `serve` leaves its exports for `env`, in a per-user folder only its owner can use (see `private_folder`)."""
     return (
         Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cassette-proxy-{os.getuid()}" / "serve.env"
     )
+
+
+def private_folder(folder: Path, create: bool) -> bool:
+    """Check (and with `create`, make, mode 0700) the state file's folder; False when it does not exist.
+
+    `eval "$(cassette env)"` runs what the state file says, and `$TMPDIR` is
+    shared: a folder another user created first, or one others may write to,
+    would let them choose the commands. Such a folder is refused before
+    anything in it is read or written.
+    """
+    if create:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    try:
+        status = os.lstat(folder)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(status.st_mode):
+        raise launcher.LauncherError(
+            f"{folder} is not a folder (a symlink or a file): the `cassette serve` state must live in a private "
+            "folder; nothing was read. Remove it, then start `cassette serve` again."
+        )
+    if status.st_uid != os.getuid():
+        raise launcher.LauncherError(
+            f"{folder} belongs to user id {status.st_uid}, not to you ({os.getuid()}): another user may have made it "
+            "to choose what `cassette env` prints; nothing was read. Remove it (or point XDG_RUNTIME_DIR or TMPDIR "
+            "at a private folder), then start `cassette serve` again."
+        )
+    if status.st_mode & 0o077:
+        raise launcher.LauncherError(
+            f"{folder} has mode {stat.S_IMODE(status.st_mode):o}: others may read or write it, and `cassette env` "
+            f"output is run by the shell; nothing was read. Run `chmod 700 {folder}` if you made it, else remove it, "
+            "then start `cassette serve` again."
+        )
+    return True
 
 
 STATE_HEADER = "# cassette serve pid "
@@ -48,6 +86,7 @@ STATE_HEADER = "# cassette serve pid "
 
 def serve(args: argparse.Namespace) -> int:
     state = state_file()
+    private_folder(state.parent, create=True)  # before the proxy starts: a refused folder starts nothing
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops cleanly, like Ctrl-C
     try:
         proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
@@ -55,8 +94,7 @@ def serve(args: argparse.Namespace) -> int:
         return 128 + signal.SIGINT
     try:
         exports = proxy.exports(os.environ)
-        state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
+        store.write_atomic(state, f"{STATE_HEADER}{os.getpid()}\n{exports}".encode(), mode=0o600)
         print(exports, end="")
         print(
             f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',
@@ -90,7 +128,7 @@ def _follow_log(proxy: launcher.RunningProxy) -> None:
 
 def env(args: argparse.Namespace) -> int:
     state = state_file()
-    text = state.read_text() if state.exists() else ""
+    text = state.read_text() if private_folder(state.parent, create=False) and state.exists() else ""
     header, _, exports = text.partition("\n")
     pid = header.removeprefix(STATE_HEADER)
     if not header.startswith(STATE_HEADER) or not pid.isdigit() or not _alive(int(pid)):
