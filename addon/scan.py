@@ -154,7 +154,12 @@ def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iter
 
 
 def scan_file(path: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Finding]:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """The findings of one file; a file that cannot be read as a cassette (a fifo, a symlink to `/dev/zero`,
+    one over the size limit) is itself a finding: the scan cannot vouch for it, and reading it could hang."""
+    try:
+        text = store.read_limited(path).decode("utf-8", errors="replace")
+    except store.CassetteError as e:
+        return [Finding(str(path), "(file)", "unreadable", e.problem)]
     try:
         document = json.loads(text)
     except ValueError:

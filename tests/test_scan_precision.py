@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import string
 import struct
@@ -309,3 +310,14 @@ def test_the_realistic_clean_recordings_alone_pass(tmp_path, capsys):
     build_folder(tmp_path)
     assert main(["scan", str(tmp_path / "clean")]) == 0
     assert "no secrets found in 15 file(s)" in capsys.readouterr().out
+
+
+def test_a_file_scan_cannot_read_safely_is_a_finding_not_a_hang(tmp_path, capsys):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    assert main(["scan", str(fifo), str(zero)]) == 1  # files named explicitly, as pre-commit passes them
+    out = capsys.readouterr().out
+    assert f"{fifo}: (file): unreadable: is not a regular file (a fifo)" in out
+    assert f"{zero}: (file): unreadable: is not a regular file (a character device)" in out
