@@ -426,8 +426,9 @@ class Cassette:
         self.upstream.error(flow)
         if not isinstance(pending, Pending) or recorder is None or recorder.saved_events is not None:
             return
+        url = redact.loggable_url(pending.request["url"])
         reason = (
-            f"cassette not saved: the stream from {redact.loggable_url(pending.request['url'])} was cut off before its end "
+            f"cassette not saved: the stream from {url} was cut off before its end "
             f"({flow.error.msg if flow.error else 'no reason given'})"
         )
         self.report.errors.append({"type": "stream_incomplete", "cassette": pending.relative, "message": reason})
@@ -453,9 +454,8 @@ class Cassette:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
         if not 200 <= status < 300:
-            log.warning(
-                f"cassette not saved: upstream answered {status} for {redact.loggable_url(pending.request['url'])}"
-            )
+            url = redact.loggable_url(pending.request["url"])
+            log.warning(f"cassette not saved: upstream answered {status} for {url}")
             return None
         response = {
             "status": status,
@@ -496,9 +496,8 @@ class Cassette:
                 elif count:
                     self.report.recorded += 1
                 self.report.cassettes_used.add(pending.relative)
-            log.info(
-                f"cassette recorded: {pending.request['method']} {redact.loggable_url(pending.request['url'])} ({pending.relative})"
-            )
+            url = redact.loggable_url(pending.request["url"])
+            log.info(f"cassette recorded: {pending.request['method']} {url} ({pending.relative})")
             return None
         finally:
             with self.writing:

@@ -101,7 +101,7 @@ def public_query(query: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def raw_bytes(text: str) -> bytes:
     """The bytes a decoded request value came from: mitmproxy decodes what is not UTF-8 with `surrogateescape`
-    (`%ff` → `\udcff`); any other lone surrogate is kept as its UTF-8 form (`surrogatepass`). Never raises."""
+    (`%ff` → `\\udcff`); any other lone surrogate is kept as its UTF-8 form (`surrogatepass`). Never raises."""
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
@@ -188,7 +188,7 @@ def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | No
     """The parts of a multipart body without the random boundary, or None if it does not parse.
 
     The content type is given back its raw bytes (a `0xff` in it arrives as
-    `\udcff`). The `email` package raises a variety of errors on malformed
+    `\\udcff`). The `email` package raises a variety of errors on malformed
     input; any of them means "does not parse", and the caller keys the body's bytes.
     """
     try:

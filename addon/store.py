@@ -240,8 +240,8 @@ def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_M
     """
     resolved = Path(os.path.realpath(path))
     if root is not None and not resolved.is_relative_to(os.path.realpath(root)):
-        raise CassetteError(path, f"resolves to {resolved}, outside the cassette folder {root}; a cassette may be a "
-                            "symlink only to a file inside the folder")  # fmt: skip
+        problem = f"resolves to {resolved}, outside the cassette folder {root}"
+        raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
     try:
         fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -255,8 +255,8 @@ def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_M
                 path, f"is not a regular file ({_file_kind(status.st_mode)}); a cassette is a JSON file"
             )
         if status.st_size > max_size:
-            raise CassetteError(path, f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} "
-                                "bytes; raise the limit if the recording is genuine")  # fmt: skip
+            problem = f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} bytes"
+            raise CassetteError(path, f"{problem}; raise the limit if the recording is genuine")
         with os.fdopen(fd, "rb", closefd=False) as file:
             raw = file.read(max_size + 1)
     finally:
@@ -266,12 +266,17 @@ def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_M
     return raw
 
 
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block "
-                       "device"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
-        if test(mode):
-            return name
-    return "not a regular file"
+    return next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
 
 
 def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> dict:
@@ -330,20 +335,20 @@ def _check_body(path: Path, side: str, stored: dict) -> None:
     """The body has the type its `body_format` declares (a missing body is empty text)."""
     body_format = stored.get("body_format", "text")
     if body_format not in BODY_FORMATS:
-        raise CassetteError(path, f"unknown {side}.body_format {_shown(body_format)}; use one of "
-                            f"{', '.join(sorted(BODY_FORMATS))}")  # fmt: skip
+        known = ", ".join(sorted(BODY_FORMATS))
+        raise CassetteError(path, f"unknown {side}.body_format {_shown(body_format)}; use one of {known}")
     if "body" not in stored:
         return
     body = stored["body"]
     if body_format in ("text", "base64") and not isinstance(body, str):
-        raise CassetteError(path, f"{side}.body does not match its body_format {body_format}: a string is "
-                            f"needed, not {_shown(body)}")  # fmt: skip
+        problem = f"{side}.body does not match its body_format {body_format}"
+        raise CassetteError(path, f"{problem}: a string is needed, not {_shown(body)}")
     if body_format == "base64":
         try:
             base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError):
-            raise CassetteError(path, f"{side}.body does not match its body_format base64: {_shown(body)} is not "
-                                "base64") from None  # fmt: skip
+            problem = f"{side}.body does not match its body_format base64"
+            raise CassetteError(path, f"{problem}: {_shown(body)} is not base64") from None
     if body_format == "events" and not _valid_events(body):
         raise CassetteError(path, f'{side}.body must be a list of {{"ms": <int ≥ 0>, "text": <str>}} events')
 
