@@ -33,6 +33,8 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=5) | st.dictionaries(any_text, children, max_size=5),
     max_leaves=25,
 )
+# What HTTP can carry in a field value: a stored CR, LF or NUL is refused on load (test_cassette_validation.py).
+header_values = st.text(st.characters(exclude_categories=(), exclude_characters="\r\n\x00"), max_size=30)
 header_names = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True)
 content_types = st.sampled_from(
     ["application/json", "application/json; charset=utf-8", "text/plain", "application/octet-stream", "", "x/ndjson"]
@@ -86,7 +88,7 @@ def test_any_bytes_round_trip_exactly_through_the_cassette(tmp_path_factory, bod
 
 
 @props
-@given(headers=st.lists(st.tuples(header_names | st.sampled_from(sorted(DROPPED_HEADERS)), any_text), max_size=8))
+@given(headers=st.lists(st.tuples(header_names | st.sampled_from(sorted(DROPPED_HEADERS)), header_values), max_size=8))
 def test_response_headers_round_trip_and_secrets_are_dropped(tmp_path_factory, headers):
     loaded = round_trip(tmp_path_factory.mktemp("p"), b"{}", "application/json", headers)
     kept = loaded["response"]["headers"]

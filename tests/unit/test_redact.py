@@ -14,9 +14,10 @@ SECRETS = parse_rules([])
 WITH_PII = parse_rules(["pii"])
 
 
-def apply(text: str, rules=WITH_PII) -> str:
+def apply(text: str, rules=WITH_PII, path=("request", "body", "content")) -> str:
     for rule in rules:
-        text = rule.apply(text)
+        if rule.applies_to(path):
+            text = rule.apply(text)
     return text
 
 

@@ -6,7 +6,7 @@ import argparse
 import os
 
 from ..launch import launcher
-from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.serve_state import STATE_HEADER, private_folder, state_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def env(args: argparse.Namespace) -> int:
     state = state_file()
-    text = state.read_text() if state.exists() else ""
+    text = state.read_text() if private_folder(state.parent, create=False) and state.exists() else ""
     header, _, exports = text.partition("\n")
     pid = header.removeprefix(STATE_HEADER)
     if not header.startswith(STATE_HEADER) or not pid.isdigit() or not _alive(int(pid)):

@@ -20,6 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from ..core.cassette_file import CassetteError, read_limited
 from ..core.defaults import default_dir
 from ..core.events import payload_lines
 from ..core.location import cassette_files
@@ -30,9 +31,22 @@ MAX_TOKEN = 128
 """Longer runs are data (base64 images, audio, embeddings), not credentials; the shaped rules still see them."""
 
 DATA_KEYS = frozenset(
-    {"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "thoughtSignature", "encrypted_content"}
-)
-"""JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures."""
+    {"embedding", "embeddings", "b64_json", "partial_image_b64", "signature", "thoughtSignature", "encrypted_content",
+     "encrypted_index"}
+)  # fmt: skip
+"""JSON keys whose values are encoded data by design: base64 embeddings, images, thinking signatures, the opaque
+indexes of web-search citations."""
+
+PUBLIC_FIELDS = frozenset({"url", "uri", "href", "link", "src", "id", "ids", "container", "model", "data"})
+"""JSON fields whose own value is public by design: addresses, object and container ids, model names, inline data
+(an image's base64). The random-token detector skips them; the named secret rules still apply."""
+
+PUBLIC_SUFFIXES = ("_url", "_uri", "_href", "_id", "_ids", "-id", "Url", "Uri", "Id", "Ids")
+"""`image_url`, `tool_call_id`, `tool_use_id`, `responseId`: the same, by suffix."""
+
+PUBLIC_SPANS = re.compile(r"https?://[^\s\"'<>()\[\]{}`]+|data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+")
+"""http(s) URLs and data URIs inside any text: a search result's link or an inline image is not a credential
+(a named secret inside one, such as an `AKIA…` key id, is still found by its rule)."""
 
 METADATA = frozenset({"cassette_format", "key", "recorded_at", "recorded_with"})
 """Written by the proxy, not by the API or the application: the hex key would otherwise pass for a card number."""
@@ -112,12 +126,12 @@ def looks_random(token: str) -> bool:
 
 
 def entropy_applies(path: tuple[str | int, ...]) -> bool:
-    """Not on stored headers, encoded-data fields or object ids."""
+    """Not on stored headers, encoded-data fields, or fields whose name says public (urls, ids, containers)."""
     names = [p for p in path if isinstance(p, str)]
     if not names or (names[0] in SIDES and names[1:2] == ["headers"]):
         return False
     last = names[-1]
-    return not (DATA_KEYS.intersection(names) or last == "id" or last.endswith(("_id", "-id", "Id")))
+    return not (DATA_KEYS.intersection(names) or last.lower() in PUBLIC_FIELDS or last.endswith(PUBLIC_SUFFIXES))
 
 
 def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iterator[tuple[str, str, str]]:
@@ -133,6 +147,7 @@ def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iter
                     yield render_path(path), rule.name, mask(text[start:end])
         if not entropy or not entropy_applies(path):
             continue
+        spans.extend(m.span() for m in PUBLIC_SPANS.finditer(text) if "/" in text)
         for m in TOKEN.finditer(text):
             token = m.group(0)
             overlaps = any(start < m.end() and m.start() < end for start, end in spans)
@@ -141,7 +156,12 @@ def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iter
 
 
 def scan_file(path: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Finding]:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """The findings of one file; a file that cannot be read as a cassette (a fifo, a symlink to `/dev/zero`,
+    one over the size limit) is itself a finding: the scan cannot vouch for it, and reading it could hang."""
+    try:
+        text = read_limited(path).decode("utf-8", errors="replace")
+    except CassetteError as e:
+        return [Finding(str(path), "(file)", "unreadable", e.problem)]
     try:
         document = json.loads(text)
     except ValueError:

@@ -13,9 +13,10 @@ import signal
 import sys
 import time
 
+from ..core.atomic_write import write_atomic
 from ..core.report import summary
 from ..launch import launcher
-from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.serve_state import STATE_HEADER, private_folder, state_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     state = state_file()
+    private_folder(state.parent, create=True)  # before the proxy starts: a refused folder starts nothing
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops cleanly, like Ctrl-C
     try:
         proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
@@ -39,8 +41,7 @@ def serve(args: argparse.Namespace) -> int:
         return 128 + signal.SIGINT
     try:
         exports = proxy.exports(os.environ)
-        state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        state.write_text(f"{STATE_HEADER}{os.getpid()}\n{exports}")
+        write_atomic(state, f"{STATE_HEADER}{os.getpid()}\n{exports}".encode(), mode=0o600)
         print(exports, end="")
         print(
             f'# serving at {proxy.url} in {proxy.settings.mode} mode; eval "$(cassette env)" elsewhere; Ctrl-C stops',

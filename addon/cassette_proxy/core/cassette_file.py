@@ -8,7 +8,11 @@ cassettes arrive in pull requests, so nothing here trusts a file's content.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+import os
+import re
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -122,6 +126,15 @@ def dumps(cassette: dict) -> bytes:
 
 BODY_FORMATS = frozenset({"json", "text", "base64", "events"})
 
+DEFAULT_MAX_SIZE = 256 * 1024 * 1024
+"""The largest cassette file read (the `cassette_max_size` option): far above any real LLM response (a long
+stream is a few MB), far below what a file meant to exhaust memory needs."""
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP field name (RFC 9110 `token`)."""
+
+_FORBIDDEN_IN_FIELDS = re.compile(r"[\r\n\x00]")
+
 _REQUIRED = {
     "key": str,
     "request": dict,
@@ -129,9 +142,61 @@ _REQUIRED = {
 }
 
 
-def load(path: Path) -> dict:
-    """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent."""
-    raw = path.read_bytes()
+def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """A cassette file's bytes, refused (CassetteError) unless it is a regular file of at most `max_size` bytes
+    that resolves inside `root` (when given); FileNotFoundError if absent.
+
+    A cassette arrives in a pull request: a symlink to `/etc/passwd` or to
+    `/dev/zero`, or a fifo, must not be read. The checks are made on the open
+    file (`fstat`), so the file cannot be swapped between check and read.
+    """
+    resolved = Path(os.path.realpath(path))
+    if root is not None and not resolved.is_relative_to(os.path.realpath(root)):
+        problem = f"resolves to {resolved}, outside the cassette folder {root}"
+        raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
+    try:
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise CassetteError(path, f"cannot be opened: {e.strerror or e}") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise CassetteError(
+                path, f"is not a regular file ({_file_kind(status.st_mode)}); a cassette is a JSON file"
+            )
+        if status.st_size > max_size:
+            problem = f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} bytes"
+            raise CassetteError(path, f"{problem}; raise the limit if the recording is genuine")
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            raw = file.read(max_size + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > max_size:
+        raise CassetteError(path, f"grew past the cassette_max_size limit of {max_size} bytes while being read")
+    return raw
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _file_kind(mode: int) -> str:
+    return next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
+
+
+def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> dict:
+    """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent.
+
+    `root`: the cassette folder the file must resolve inside (symlinks within it are fine).
+    """
+    raw = read_limited(path, root, max_size)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -149,16 +214,55 @@ def load(path: Path) -> dict:
         if not isinstance(cassette.get(field), kind):
             raise CassetteError(path, f"missing or invalid field {field!r}")
     response = cassette["response"]
-    if not isinstance(response.get("status"), int):
-        raise CassetteError(path, "missing or invalid field 'response.status'")
-    headers = response.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise CassetteError(path, "response.headers must be an object of strings")
-    if response.get("body_format", "text") not in BODY_FORMATS:
-        raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
-    if response.get("body_format") == "events" and not _valid_events(response.get("body")):
-        raise CassetteError(path, 'response.body must be a list of {"ms": <int ≥ 0>, "text": <str>} events')
+    status = response.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        raise CassetteError(path, f"response.status must be an integer from 100 to 599, not {_shown(status)}")
+    if not 100 <= status <= 599:
+        raise CassetteError(path, f"response.status {_shown(status)} is not an HTTP status (100 to 599)")
+    for side in ("request", "response"):
+        _check_headers(path, side, cassette[side].get("headers", {}))
+        _check_body(path, side, cassette[side])
     return cassette
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _check_headers(path: Path, side: str, headers: Any) -> None:
+    """Names that are HTTP tokens, values without CR, LF or NUL: a stored `\r\n` would inject headers on the wire."""
+    if not isinstance(headers, dict):
+        raise CassetteError(path, f"{side}.headers must be an object of strings")
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise CassetteError(path, f"{side}.headers: {_shown(name)} is not an HTTP header name")
+        if not isinstance(value, str):
+            raise CassetteError(path, f"{side}.headers.{name} must be a string, not {_shown(value)}")
+        if _FORBIDDEN_IN_FIELDS.search(value):
+            raise CassetteError(path, f"{side}.headers.{name} holds a CR, LF or NUL character: {_shown(value)}")
+
+
+def _check_body(path: Path, side: str, stored: dict) -> None:
+    """The body has the type its `body_format` declares (a missing body is empty text)."""
+    body_format = stored.get("body_format", "text")
+    if body_format not in BODY_FORMATS:
+        known = ", ".join(sorted(BODY_FORMATS))
+        raise CassetteError(path, f"unknown {side}.body_format {_shown(body_format)}; use one of {known}")
+    if "body" not in stored:
+        return
+    body = stored["body"]
+    if body_format in ("text", "base64") and not isinstance(body, str):
+        problem = f"{side}.body does not match its body_format {body_format}"
+        raise CassetteError(path, f"{problem}: a string is needed, not {_shown(body)}")
+    if body_format == "base64":
+        try:
+            base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            problem = f"{side}.body does not match its body_format base64"
+            raise CassetteError(path, f"{problem}: {_shown(body)} is not base64") from None
+    if body_format == "events" and not _valid_events(body):
+        raise CassetteError(path, f'{side}.body must be a list of {{"ms": <int ≥ 0>, "text": <str>}} events')
 
 
 def events_fields(events: list[dict]) -> dict:

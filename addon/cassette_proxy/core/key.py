@@ -7,16 +7,40 @@ cassette format version.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote_plus, urlencode
 
-SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "sig"})
-"""Query parameters that carry credentials (Gemini's `?key=`, Azure SAS `sig`): never keyed, never stored."""
+SECRET_QUERY_PARAMS = frozenset(
+    {
+        # API keys and OAuth tokens (Gemini's `?key=`, Firebase's `?auth=`)
+        "key", "api_key", "api-key", "apikey", "x-api-key", "auth", "access_token", "refresh_token", "id_token",
+        "token", "session_token", "security_token", "client_secret", "password", "passwd", "secret",
+        # AWS SigV4 presigned URLs; the date and expiry change at every signing, so they cannot be keyed either
+        "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-amz-date", "x-amz-expires",
+        "x-amz-algorithm", "x-amz-signedheaders",
+        # Google Cloud Storage V4 signed URLs
+        "x-goog-signature", "x-goog-credential", "x-goog-date", "x-goog-expires", "x-goog-algorithm",
+        "x-goog-signedheaders",
+        # S3/GCS V2 signed URLs (`AWSAccessKeyId`, `GoogleAccessId`, `Signature`) and CloudFront's `Key-Pair-Id`
+        "signature", "awsaccesskeyid", "googleaccessid", "key-pair-id",
+        # Azure SAS signature
+        "sig",
+    }
+)  # fmt: skip
+"""Query parameters that carry credentials or a signature's moving parts: never keyed, never stored, never logged.
+Compared in lower case."""
+
+SAS_QUERY_PARAMS = frozenset(
+    {"sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "si", "sip", "skoid", "sktid", "skt", "ske", "sks", "skv", "sdd"}
+)
+"""The fields of an Azure shared access signature: dropped with `sig`, and only when `sig` is there, because
+outside a SAS URL a parameter named `sp` or `st` is an ordinary one that must count."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -42,9 +66,26 @@ class RequestFacts(NamedTuple):
     content_type: str = ""
 
 
+def normal_host(host: str) -> str:
+    """The host as DNS sees it: lower case, no trailing dot, IDNA (`bücher.example` → `xn--bcher-kva.example`).
+
+    `API.OpenAI.com.` names the same machine as `api.openai.com`, so both must
+    fall in the same scope and get the same key. Never raises: a name IDNA
+    refuses (an empty label, a label over 63 characters) stays as it was,
+    lower-cased.
+    """
+    host = host.strip().lower()
+    if host.endswith(".") and not host.startswith("["):
+        host = host.rstrip(".") or host
+    if not host.isascii():
+        with contextlib.suppress(UnicodeError):
+            host = host.encode("idna").decode("ascii")
+    return host
+
+
 def origin(scheme: str, host: str, port: int) -> str:
     """`scheme://host[:port]` with the default port left out, so forward and reverse mode agree."""
-    host = host.lower()
+    host = normal_host(host)
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     if DEFAULT_PORTS.get(scheme) == port:
@@ -54,14 +95,32 @@ def origin(scheme: str, host: str, port: int) -> str:
 
 def public_query(query: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The query parameters without credentials, sorted so their order never matters."""
-    return sorted((k, v) for k, v in query if k.lower() not in SECRET_QUERY_PARAMS)
+    query = list(query)
+    secret = (
+        SECRET_QUERY_PARAMS | SAS_QUERY_PARAMS if any(k.lower() == "sig" for k, _ in query) else SECRET_QUERY_PARAMS
+    )
+    return sorted((k, v) for k, v in query if k.lower() not in secret)
+
+
+def raw_bytes(text: str) -> bytes:
+    """The bytes a decoded request value came from: mitmproxy decodes what is not UTF-8 with `surrogateescape`
+    (`%ff` → `\\udcff`); any other lone surrogate is kept as its UTF-8 form (`surrogatepass`). Never raises."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
+def _quote(text: str | bytes, safe: str = "", encoding: str | None = None, errors: str | None = None) -> str:
+    """`quote_plus` of a value's raw bytes, so a query that is not UTF-8 is shown (and keyed) percent-escaped."""
+    return quote_plus(raw_bytes(text) if isinstance(text, str) else text, safe)
 
 
 def public_url(facts: RequestFacts) -> str:
     """The request URL as stored and shown: origin, path, and the query without secrets."""
     url = origin(facts.scheme, facts.host, facts.port) + facts.path
     query = public_query(facts.query)
-    return f"{url}?{urlencode(query)}" if query else url
+    return f"{url}?{urlencode(query, quote_via=_quote)}" if query else url
 
 
 def parse_ignore_paths(spec: Iterable[str]) -> tuple[tuple[str, ...], ...]:
@@ -129,23 +188,31 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[Sequence[str
 
 
 def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | None:
-    """The parts of a multipart body without the random boundary, or None if it does not parse."""
-    message = BytesParser(policy=HTTP).parsebytes(
-        b"content-type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body
-    )
-    if not message.is_multipart():
-        return None
-    parts = []
-    for part in message.iter_parts():
-        payload = part.get_payload(decode=True) or b""
-        parts.append(
-            {
-                "name": part.get_param("name", header="content-disposition") or "",
-                "filename": part.get_filename() or "",
-                "content_type": part.get_content_type(),
-                "sha256": hashlib.sha256(payload).hexdigest(),
-            }
+    """The parts of a multipart body without the random boundary, or None if it does not parse.
+
+    The content type is given back its raw bytes (a `0xff` in it arrives as
+    `\\udcff`). The `email` package raises a variety of errors on malformed
+    input; any of them means "does not parse", and the caller keys the body's bytes.
+    """
+    try:
+        message = BytesParser(policy=HTTP).parsebytes(
+            b"content-type: " + raw_bytes(content_type).replace(b"\r", b"").replace(b"\n", b"") + b"\r\n\r\n" + body
         )
+        if not message.is_multipart():
+            return None
+        parts = []
+        for part in message.iter_parts():
+            payload = part.get_payload(decode=True) or b""
+            parts.append(
+                {
+                    "name": part.get_param("name", header="content-disposition") or "",
+                    "filename": part.get_filename() or "",
+                    "content_type": part.get_content_type(),
+                    "sha256": hashlib.sha256(payload).hexdigest(),
+                }
+            )
+    except Exception:  # see the docstring: a body we cannot parse is keyed by its bytes
+        return None
     return parts
 
 

@@ -8,18 +8,32 @@ leave the cassette folder: every segment is made safe here.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path, PurePosixPath
 
-from .key import DEFAULT_PORTS
+from .key import DEFAULT_PORTS, normal_host
 
 _SAFE_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 
 
+MAX_SEGMENT = 200
+"""File systems allow 255 bytes per name; a longer segment is shortened below that, with room to spare."""
+
+
 def _segment(text: str) -> str:
-    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder."""
+    """A path segment safe on every file system; never `.` or `..`, so it cannot leave the folder.
+
+    A segment longer than MAX_SEGMENT (a base64 id in the path, a long slug)
+    becomes its first 100 safe characters, `--`, and 32 hex characters of the
+    SHA-256 of the whole segment: readable, deterministic, distinct. Shorter
+    segments are unchanged, so existing cassettes keep their paths.
+    """
     safe = _SAFE_SEGMENT.sub("_", text).strip(".")
+    if len(safe) > MAX_SEGMENT:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        safe = f"{safe[:100]}--{digest}"
     return safe or "_"
 
 
@@ -39,7 +53,7 @@ def relative_name(scheme: str, host: str, port: int, path: str, key: str) -> str
 @functools.lru_cache(maxsize=1024)
 def endpoint_dir(scheme: str, host: str, port: int, path: str) -> str:
     """The folder of one endpoint's cassettes; cached, since a suite calls few endpoints many times."""
-    host_dir = _segment(host.lower())
+    host_dir = _segment(normal_host(host))
     if DEFAULT_PORTS.get(scheme) != port:
         host_dir += f"_{port}"
     segments = [_segment(s) for s in path.split("?", 1)[0].split("/") if s]

@@ -14,6 +14,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus
+
+from .key import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
 
 SIDES = ("request", "response")
 REDACTABLE = ("url", "headers", "body")
@@ -32,8 +35,13 @@ class Rule:
     hints: tuple[str, ...] = ()
     """Substrings every match contains (lower case if the pattern ignores case): a text without any of them is
     skipped without running the pattern, which keeps redacting a large prompt cheap."""
+    fields: frozenset[str] = frozenset()
+    """JSON field names (compared by `field_name`) the rule is limited to: it applies to a string whose own
+    field has one of these names, at any depth. Empty: any field."""
 
     def applies_to(self, path: tuple[str | int, ...]) -> bool:
+        if self.fields and not (path and isinstance(path[-1], str) and field_name(path[-1]) in self.fields):
+            return False
         return not self.targets or any(_starts_with(path, target) for target in self.targets)
 
     def matches(self, text: str) -> Iterator[tuple[int, int, str]]:
@@ -91,7 +99,38 @@ def _rule(
     return Rule(name, re.compile(pattern, flags), f"[REDACTED:{name}]", check=check, hints=hints)
 
 
+def field_name(name: str) -> str:
+    """A JSON field name as the credential-field rule compares it: `Client-Secret` is `client_secret`."""
+    return name.lower().replace("-", "_")
+
+
+CREDENTIAL_FIELDS = frozenset(
+    {
+        "api_key", "apikey", "x_api_key", "password", "passwd", "secret", "client_secret", "secret_key",
+        "aws_secret_access_key", "access_token", "refresh_token", "id_token", "auth_token", "session_token",
+        "authorization", "authorization_token", "private_key",
+    }
+)  # fmt: skip
+"""JSON fields whose name says their string value is a credential, whatever its shape (`"password": "hunter2"`).
+Only string values: a tool schema's `password` property (an object) is left alone. Not `token` or `key`: those
+are a logprob's text and ordinary ids."""
+
+REDACTED_MARKER = re.compile(r"\[REDACTED(?::[^\]]*)?\]")
+
+
+def _not_redacted(value: str) -> bool:
+    """A value already replaced by a marker is not a secret: scanning a redacted cassette finds nothing."""
+    return not REDACTED_MARKER.fullmatch(value)
+
+
 SECRET_RULES = (
+    Rule(
+        "credential-field",
+        re.compile(r".+", re.DOTALL),
+        "[REDACTED:credential-field]",
+        check=_not_redacted,
+        fields=CREDENTIAL_FIELDS,
+    ),
     _rule(
         "private-key",
         r"-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----",
@@ -115,7 +154,29 @@ SECRET_RULES = (
     _rule("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", ("eyJ",)),
     _rule("bearer-token", r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", ("bearer",), flags=re.IGNORECASE),
 )
-"""Credential shapes, always on: a key pasted into a prompt or echoed in a response never reaches disk."""
+"""Credential shapes and credential field names, always on: a key pasted into a prompt or echoed in a response
+never reaches disk."""
+
+STRING_SECRET_RULES = tuple(rule for rule in SECRET_RULES if not rule.fields)
+"""The rules that apply to any text, field or not: what a URL in a log line goes through."""
+
+
+def loggable_url(url: str) -> str:
+    """The URL with its credential query parameters removed (as `key.public_query` does) and the secret rules
+    applied: every URL the addon logs or reports goes through this. Keeps the rest of the query as it was.
+    Never raises."""
+    base, question, query = url.partition("?")
+    if question:
+        pairs = [(unquote_plus(part.partition("=")[0]).lower(), part) for part in query.split("&")]
+        secret = (
+            SECRET_QUERY_PARAMS | SAS_QUERY_PARAMS if any(name == "sig" for name, _ in pairs) else SECRET_QUERY_PARAMS
+        )
+        kept = "&".join(part for name, part in pairs if name not in secret)
+        url = f"{base}?{kept}" if kept else base
+    for rule in STRING_SECRET_RULES:
+        url = rule.apply(url)
+    return url
+
 
 PII_RULES = (
     # `%40` too: the stored URL's query is percent-encoded.

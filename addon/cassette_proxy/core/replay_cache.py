@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from .cassette_file import CassetteError, decode_body, load
+from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, load
 
 
 class Replay(NamedTuple):
@@ -45,18 +45,27 @@ class ReplayCache:
     rewritten by another proxy (atomic rename: a new inode) is read again.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self.size = size
-        self._entries: dict[str, tuple[tuple[int, int, int], Replay]] = {}
+        self.root = root
+        """The cassette folder every cassette must resolve inside."""
+        self.max_size = max_size
+        self._entries: dict[str, tuple[tuple[int, int, int, int], Replay]] = {}
 
     def load(self, path: str) -> Replay:
-        """The same errors as `load`. Callers must not mutate the cassette."""
+        """The same errors as `load`. Callers must not mutate the cassette.
+
+        The checks of `load` (inside the folder, a regular file, the size) run
+        when the file is read; a cached entry is reused only while `path`
+        still leads to the same file (device, inode, size, mtime), so a
+        symlink pointed elsewhere is read, and checked, again.
+        """
         status = os.stat(path)
-        stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
+        stamp = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
         entry = self._entries.get(path)
         if entry is not None and entry[0] == stamp:
             return entry[1]
-        replay = replay_of(Path(path), load(Path(path)))
+        replay = replay_of(Path(path), load(Path(path), self.root, self.max_size))
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
         self._entries[path] = (stamp, replay)

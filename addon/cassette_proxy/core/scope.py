@@ -1,4 +1,4 @@
-"""Which hosts are under cassette control, and the one normal form of a host name.
+"""Which hosts are under cassette control, checked on the one normal form of a host name (key.normal_host).
 
 `API.OpenAI.com.` and `api.openai.com` are the same host to DNS, so they must
 be the same host to the scope check and to the key: every host goes through
@@ -7,27 +7,17 @@ be the same host to the scope check and to the key: every host goes through
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import ipaddress
 import re
 from collections.abc import Iterable
 
-
-def normal_host(host: str) -> str:
-    """Lower case, no trailing dot, IDNA (punycode) for non-ASCII names; never raises."""
-    host = host.strip().rstrip(".").lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not host.isascii():
-        with contextlib.suppress(UnicodeError):  # not a valid IDNA name: its lower-case form can only miss
-            host = host.encode("idna").decode("ascii")
-    return host
+from .key import normal_host
 
 
 def is_loopback(host: str) -> bool:
     """127.0.0.0/8, ::1 and `localhost` (names a resolver maps to loopback without asking the network)."""
-    host = normal_host(host)
+    host = normal_host(host).strip("[]")
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:

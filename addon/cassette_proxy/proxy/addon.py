@@ -26,7 +26,7 @@ from mitmproxy import ctx, exceptions, http
 
 from ..core import redact
 from ..core.atomic_write import remove_stale_temp_files, write_atomic
-from ..core.cassette_file import CassetteError, body_fields
+from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, body_fields
 from ..core.defaults import (
     DEFAULT_DIR,
     DEFAULT_HOSTS,
@@ -40,10 +40,10 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.events import stream_kind
-from ..core.key import KeyCache, RequestFacts, identity, parse_ignore_paths
+from ..core.key import KeyCache, RequestFacts, identity, normal_host, parse_ignore_paths
 from ..core.location import relative_name
 from ..core.report import Report
-from ..core.scope import HostScope, is_loopback, normal_host
+from ..core.scope import HostScope, is_loopback
 from . import miss
 from .errors import error_response, json_response
 from .facts import request_facts
@@ -160,6 +160,13 @@ class Cassette:
             choices=REPEATS,
         )
         loader.add_option(
+            "cassette_max_size",
+            int,
+            DEFAULT_MAX_SIZE,
+            "The largest cassette file, in bytes, the proxy reads (checked before reading); a larger one answers "
+            "500 cassette_invalid. Default 256 MiB, far above any real response.",
+        )
+        loader.add_option(
             "cassette_replay_timing",
             str,
             os.environ.get(REPLAY_TIMING_VAR) or "none",
@@ -216,6 +223,12 @@ class Cassette:
             self.root_prefix = f"{self.root}{os.sep}"
             if self.root.exists() and not self.root.is_dir():
                 raise exceptions.OptionsError(f"cassette_dir: {opts.cassette_dir!r} exists and is not a folder")
+        if "cassette_max_size" in updated and not opts.cassette_max_size > 0:
+            raise exceptions.OptionsError(
+                f"cassette_max_size: {opts.cassette_max_size!r} must be a number of bytes above 0"
+            )
+        if updated & {"cassette_dir", "cassette_max_size"}:
+            self.replayer.cache.root, self.replayer.cache.max_size = self.root, opts.cassette_max_size
         for name in ("cassette_report", "cassette_ready_file"):
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
@@ -342,7 +355,10 @@ class Cassette:
             flow.resume()
 
     def _answer_offline(self, flow: http.HTTPFlow, state: FlowState, host: str) -> None:
-        method, url = flow.request.method, f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}"
+        method, url = (
+            flow.request.method,
+            f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}",
+        )  # no query: no secret
         message = (
             f"cassette_offline: replay mode does not reach the network, and {host} is outside cassette_hosts; "
             f"refused {method} {url}. Add the host to cassette_hosts to record it, or to cassette_allow_hosts "
@@ -364,14 +380,15 @@ class Cassette:
         )
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
         nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, ident["method"], body)
-        error = miss.miss_body(key, ident["method"], ident["url"], relative, self.mode, nearest)
+        url = redact.loggable_url(ident["url"])  # the report and the log are on disk: no secret in any URL
+        error = miss.miss_body(key, ident["method"], url, relative, self.mode, nearest)
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
         with self.lock:
             self.report.misses.append(
                 {"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative}
             )
-        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
+        log.warning(f"cassette miss: {ident['method']} {url} key={key} (would be {relative})")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
@@ -434,7 +451,7 @@ class Cassette:
                 return
             target = state.target
             reason = (
-                f"cassette not saved: the stream from {target.request['url']} was cut off before its end "
+                f"cassette not saved: the stream from {redact.loggable_url(target.request['url'])} was cut off before its end "
                 f"({flow.error.msg if flow.error else 'no reason given'})"
             )
             self.recorder.add_error({"type": "stream_incomplete", "cassette": target.relative, "message": reason})

@@ -7,8 +7,7 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
-from ..core.key import RequestFacts
-from ..core.scope import normal_host
+from ..core.key import RequestFacts, normal_host
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:

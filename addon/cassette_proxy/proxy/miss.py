@@ -41,7 +41,7 @@ def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict
     ranked = []
     for path in newest_cassettes(endpoint_dir, MAX_CANDIDATES):
         try:
-            request = load(path)["request"]
+            request = load(path, root)["request"]
         except (OSError, CassetteError):
             continue
         diff = differences(request.get("body"), body)

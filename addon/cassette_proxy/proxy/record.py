@@ -60,7 +60,8 @@ class Recorder:
 
     def not_recorded(self, target: RecordTarget, reason: str, message: str, status: int | None = None) -> None:
         """A forwarded request whose response will not be on disk: the next replay of it will miss."""
-        entry = {"type": "not_recorded", "reason": reason, "cassette": target.relative, "url": target.request["url"]}
+        url = redact.loggable_url(target.request["url"])
+        entry = {"type": "not_recorded", "reason": reason, "cassette": target.relative, "url": url}
         if status is not None:
             entry["status"] = status
         self.add_error({**entry, "message": message})
@@ -97,7 +98,7 @@ class Recorder:
                     target,
                     f"status {status}",
                     f"cassette not saved: upstream answered {status} for {target.request['method']} "
-                    f"{target.request['url']}; the next replay of this request will miss",
+                    f"{redact.loggable_url(target.request['url'])}; the next replay of this request will miss",
                     status,
                 )
             return None
@@ -136,7 +137,8 @@ class Recorder:
                 elif count:
                     self.report.recorded += 1
                 self.report.cassettes_used.add(target.relative)
-            log.info(f"cassette recorded: {target.request['method']} {target.request['url']} ({target.relative})")
+            url = redact.loggable_url(target.request["url"])
+            log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")
             return None
         finally:
             with self.lock:

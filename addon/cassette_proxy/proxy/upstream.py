@@ -31,6 +31,7 @@ from mitmproxy import ctx, http
 from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
+from ..core.redact import loggable_url
 from ..core.report import Report
 from .errors import error_response
 from .state import state_of
@@ -104,7 +105,7 @@ class UpstreamGuard:
 
     def give_up(self, flow: http.HTTPFlow, status: int, problem: str) -> http.Response:
         """The JSON error for the client; drops what would have been saved, and counts it."""
-        url = flow.request.pretty_url.split("?", 1)[0]
+        url = loggable_url(flow.request.pretty_url.split("?", 1)[0])
         message = f"{problem}; nothing was saved for {flow.request.method} {url}. Check the upstream, then run again."
         state = state_of(flow)
         if state is not None:
@@ -148,7 +149,7 @@ class UpstreamGuard:
         state = state_of(flow)
         forwarded = state is not None and state.target is not None  # and not answered by give_up()
         if forwarded and state.recorder is None:  # a cut-off stream is the recorder's to count
-            url = flow.request.pretty_url.split("?", 1)[0]
+            url = loggable_url(flow.request.pretty_url.split("?", 1)[0])
             message = (
                 f"forwarded request failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
             )

@@ -1,0 +1,259 @@
+"""Cassettes are untrusted input: they arrive in pull requests, so every field is checked before it reaches the wire.
+
+A stored `\\r\\n` would inject headers, a status of `0`, `true` or `10**30` would
+send an illegal status line, a symlink could serve a file from outside the
+cassette folder or read `/dev/zero` until memory runs out. Each refusal is a
+500 `cassette_invalid` naming the file and the problem, and nothing is forwarded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+from cassette_proxy.core.atomic_write import write_atomic
+from cassette_proxy.core.cassette_file import CassetteError, load, new_cassette
+from cassette_proxy.core.replay_cache import ReplayCache
+
+KEY = "0123456789abcdef0123456789abcdef"
+
+
+def cassette(**response) -> dict:
+    return new_cassette(
+        KEY,
+        {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {}, "body_format": "json",
+         "body": {"model": "m"}},
+        {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": {"ok": True},
+         **response},
+        {"cassette_proxy": "test"},
+    )  # fmt: skip
+
+
+def written(tmp_path: Path, content: dict) -> Path:
+    path = tmp_path / "cassettes" / f"{KEY}.json"
+    write_atomic(path, json.dumps(content).encode())
+    return path
+
+
+# --- the file's fields ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "problem"),
+    [
+        ({"status": 0}, "response.status 0 is not an HTTP status"),
+        ({"status": 99}, "response.status 99 is not an HTTP status"),
+        ({"status": 600}, "response.status 600 is not an HTTP status"),
+        ({"status": 999}, "response.status 999 is not an HTTP status"),
+        ({"status": 10**30}, "is not an HTTP status"),
+        ({"status": True}, "response.status must be an integer from 100 to 599, not True"),
+        ({"status": 200.0}, "must be an integer"),
+        ({"status": "200"}, "must be an integer"),
+        ({"headers": {"x-a": "ok\r\nx-injected: 1"}}, "response.headers.x-a holds a CR, LF or NUL"),
+        ({"headers": {"x-a": "line\nbreak"}}, "holds a CR, LF or NUL"),
+        ({"headers": {"x-a": "nul\x00"}}, "holds a CR, LF or NUL"),
+        ({"headers": {"x-a\r\nx-injected": "1"}}, "is not an HTTP header name"),
+        ({"headers": {"bad name": "1"}}, "is not an HTTP header name"),
+        ({"headers": {"": "1"}}, "is not an HTTP header name"),
+        ({"headers": {"x-a": 1}}, "response.headers.x-a must be a string"),
+        ({"headers": ["x-a", "1"]}, "response.headers must be an object"),
+        ({"body_format": "text", "body": 5}, "response.body does not match its body_format text"),
+        ({"body_format": "base64", "body": ["x"]}, "does not match its body_format base64"),
+        ({"body_format": "base64", "body": "not base64!"}, "does not match its body_format base64"),
+        ({"body_format": "events", "body": "data: x\n\n"}, "response.body must be a list of"),
+        ({"body_format": "events", "body": [{"ms": True, "text": "x"}]}, "response.body must be a list of"),
+        ({"body_format": "events", "body": [{"ms": 1, "text": 2}]}, "response.body must be a list of"),
+        ({"body_format": "mp3", "body": ""}, "unknown response.body_format"),
+    ],
+)
+def test_a_field_of_the_wrong_type_or_shape_is_refused_naming_the_file_and_field(tmp_path, response, problem):
+    path = written(tmp_path, cassette(**response))
+    with pytest.raises(CassetteError) as error:
+        load(path)
+    assert problem in str(error.value)
+    assert str(path) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "problem"),
+    [
+        ({"headers": {"anthropic-version": "1\r\nx: y"}}, "request.headers.anthropic-version holds a CR"),
+        ({"body_format": "text", "body": {"a": 1}}, "request.body does not match its body_format text"),
+    ],
+)
+def test_the_stored_request_is_checked_too(tmp_path, request_fields, problem):
+    content = cassette()
+    content["request"].update(request_fields)
+    with pytest.raises(CassetteError, match=problem):
+        load(written(tmp_path, content))
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"status": 100},
+        {"status": 599},
+        {"headers": {"x-odd!#$%&'*+.^_`|~": "tab\tand é and \udcff"}},  # a value not UTF-8, as recorded
+        {"body_format": "text", "body": ""},
+        {"body_format": "base64", "body": "AAEC"},
+        {"body_format": "events", "body": []},
+        {"body_format": "json", "body": None},
+    ],
+)
+def test_valid_edge_values_still_load(tmp_path, response):
+    assert load(written(tmp_path, cassette(**response)))["response"]["status"] in (100, 200, 599)
+
+
+# --- the file itself -----------------------------------------------------------------------------------------
+
+
+def test_a_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path):
+    path = written(tmp_path, cassette(body={"text": "x" * 5000}))
+    with pytest.raises(CassetteError, match="over the cassette_max_size limit of 4096 bytes"):
+        load(path, max_size=4096)
+    assert load(path, max_size=path.stat().st_size)["key"] == KEY
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda path: path.symlink_to("/dev/zero"), "is not a regular file (a character device)"),
+        (lambda path: os.mkfifo(path), "is not a regular file (a fifo)"),
+        (lambda path: path.mkdir(), "is not a regular file (a folder)"),
+    ],
+    ids=["dev-zero", "fifo", "folder"],
+)
+def test_a_file_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path, make, problem):
+    path = tmp_path / f"{KEY}.json"
+    make(path)
+    with pytest.raises(CassetteError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        load(path)  # a read of /dev/zero or of a fifo would never return
+
+
+def test_a_symlink_inside_the_folder_is_followed_and_one_leading_outside_is_refused(tmp_path):
+    root = tmp_path / "cassettes"
+    target = written(tmp_path, cassette())
+    inside = root / "alias" / "x.json"
+    inside.parent.mkdir()
+    inside.symlink_to(target)
+    assert load(inside, root)["key"] == KEY
+    outside_file = tmp_path / "elsewhere.json"
+    outside_file.write_bytes(target.read_bytes())
+    (root / "out.json").symlink_to(outside_file)
+    with pytest.raises(CassetteError, match="outside the cassette folder"):
+        load(root / "out.json", root)
+    (root / "dir").symlink_to(tmp_path, target_is_directory=True)  # a folder symlink leading out
+    with pytest.raises(CassetteError, match="outside the cassette folder"):
+        load(root / "dir" / "elsewhere.json", root)
+
+
+def test_the_replay_cache_checks_the_folder_and_the_size_and_rechecks_a_repointed_symlink(tmp_path):
+    root = tmp_path / "cassettes"
+    target = written(tmp_path, cassette())
+    link = root / "link.json"
+    link.symlink_to(target)
+    cache = ReplayCache(root=root, max_size=10_000)
+    assert cache.load(str(link)).cassette["key"] == KEY
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(target.read_bytes() + b" ")
+    link.unlink()
+    link.symlink_to(outside)
+    with pytest.raises(CassetteError, match="outside the cassette folder"):
+        cache.load(str(link))
+    with pytest.raises(CassetteError, match="over the cassette_max_size limit"):
+        ReplayCache(root=root, max_size=10).load(str(target))
+
+
+# --- through a real mitmdump ---------------------------------------------------------------------------------
+
+API = "https://api.openai.com/v1/chat/completions"
+
+
+def ask(http: httpx.Client, text: str) -> httpx.Response:
+    return http.post(API, json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]})
+
+
+def client(proxy) -> httpx.Client:
+    return httpx.Client(proxy=proxy.url, verify=ssl.create_default_context(cafile=str(proxy.ca_bundle)), timeout=60)
+
+
+def set_response(path: Path, **fields) -> None:
+    content = json.loads(path.read_text())
+    content["response"].update(fields)
+    path.write_text(json.dumps(content))
+
+
+def hostile(tmp_path: Path) -> dict:
+    """Ways a cassette from a pull request could attack its reader, each a function of the recorded file."""
+
+    def outside(path: Path) -> None:
+        elsewhere = tmp_path / "outside-the-folder.json"
+        elsewhere.write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(elsewhere)
+
+    def dev_zero(path: Path) -> None:
+        path.unlink()
+        path.symlink_to("/dev/zero")
+
+    def oversized(path: Path) -> None:
+        set_response(path, body={"padding": "x" * 200_000})
+
+    return {
+        "crlf-header": (lambda p: set_response(p, headers={"x-a": "ok\r\nx-injected: 1"}), "holds a CR, LF or NUL"),
+        "status-0": (lambda p: set_response(p, status=0), "response.status 0 is not an HTTP status"),
+        "status-true": (lambda p: set_response(p, status=True), "must be an integer from 100 to 599, not True"),
+        "status-huge": (lambda p: set_response(p, status=10**30), "is not an HTTP status"),
+        "status-999": (lambda p: set_response(p, status=999), "response.status 999 is not an HTTP status"),
+        "symlink-outside": (outside, "outside the cassette folder"),
+        "symlink-dev-zero": (dev_zero, "resolves to /dev/zero, outside the cassette folder"),
+        "oversized": (oversized, "over the cassette_max_size limit of 100000 bytes"),
+        "fifo": (lambda p: (p.unlink(), os.mkfifo(p)), "is not a regular file (a fifo)"),
+    }
+
+
+@pytest.mark.parametrize("mode", ["replay", "record"])
+def test_hostile_cassettes_answer_500_cassette_invalid_and_nothing_is_forwarded(
+    start_proxy, https_upstream, cassette_dir, tmp_path, mode
+):
+    attacks = hostile(tmp_path)
+    recorder = start_proxy(https_upstream, cassette_mode="record")
+    with client(recorder) as http:
+        for name in [*attacks, "intact", "linked"]:
+            assert ask(http, name).status_code == 200
+    recorder.stop()
+    files = {
+        json.loads(p.read_text())["request"]["body"]["messages"][0]["content"]: p for p in cassette_dir.rglob("*.json")
+    }
+    for name, (damage, _) in attacks.items():
+        damage(files[name])
+    # A symlink to another cassette inside the folder is fine.
+    linked = files["linked"]
+    (cassette_dir / "shared.json").write_bytes(linked.read_bytes())
+    linked.unlink()
+    linked.symlink_to(cassette_dir / "shared.json")
+    calls = https_upstream.count
+
+    proxy = start_proxy(https_upstream, cassette_mode=mode, cassette_max_size=100_000)
+    with client(proxy) as http:
+        answers = {name: ask(http, name) for name in [*attacks, "intact", "linked"]}
+    report = proxy.stop()
+
+    for name, (_, problem) in attacks.items():
+        answer = answers[name]
+        assert answer.status_code == 500, (name, answer.text)
+        assert "x-injected" not in answer.headers
+        assert answer.headers["x-should-retry"] == "false"
+        error = answer.json()["error"]
+        assert error["type"] == "cassette_invalid", name
+        assert problem in error["message"], (name, error["message"])
+        assert str(files[name]) in error["message"]
+    assert answers["intact"].json()["choices"][0]["message"]["content"] == "echo: intact"
+    assert answers["linked"].json()["choices"][0]["message"]["content"] == "echo: linked"
+    assert https_upstream.count == calls  # nothing forwarded, in record mode either
+    assert report["counts"]["errors"] == len(attacks)
+    assert report["counts"]["hits"] == 2
