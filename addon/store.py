@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
+from . import eventstream
 from .key import DEFAULT_PORTS, parse_json_body
 
 FORMAT_VERSION = 1
@@ -45,6 +46,10 @@ DROPPED_HEADERS = frozenset(
         "upgrade",
         "content-length",
         "content-encoding",
+        # AWS SigV4: request headers, listed so that no echo of them is ever stored either
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-content-sha256",
         # volatile: differs on every recording and only adds noise to reviews
         "date",
         "age",
@@ -126,6 +131,8 @@ def decode_body(body_format: str, body: Any) -> bytes:
         return base64.b64decode(body)
     if body_format == "events":
         return "".join(event["text"] for event in body).encode("utf-8")
+    if body_format == "eventstream":
+        return b"".join(eventstream.frame_bytes(frame) for frame in body)
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
@@ -196,7 +203,7 @@ def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
     return removed
 
 
-BODY_FORMATS = frozenset({"json", "text", "base64", "events"})
+BODY_FORMATS = frozenset({"json", "text", "base64", "events", "eventstream"})
 
 _REQUIRED = {
     "key": str,
@@ -234,6 +241,12 @@ def load(path: Path) -> dict:
         raise CassetteError(path, f"unknown response.body_format {response.get('body_format')!r}")
     if response.get("body_format") == "events" and not _valid_events(response.get("body")):
         raise CassetteError(path, 'response.body must be a list of {"ms": <int ≥ 0>, "text": <str>} events')
+    if response.get("body_format") == "eventstream" and not eventstream.valid_frames(response.get("body")):
+        raise CassetteError(
+            path,
+            'response.body must be a list of AWS event-stream frames: {"ms": <int ≥ 0>, "headers": {<str>: <str>}, '
+            '"payload": <JSON>} or {"ms": <int ≥ 0>, "frame_base64": <base64>}',
+        )
     return cassette
 
 
@@ -247,9 +260,10 @@ def cassette_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))
 
 
-def events_fields(events: list[dict]) -> dict:
-    """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line."""
-    return {"body_format": "events", "body": events}
+def events_fields(events: list[dict], body_format: str = "events") -> dict:
+    """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line
+    (`events`), or one entry per AWS event-stream frame (`eventstream`, see eventstream.py)."""
+    return {"body_format": body_format, "body": events}
 
 
 def _valid_events(body: Any) -> bool:

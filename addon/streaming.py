@@ -19,10 +19,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import eventstream
+
 SSE = "sse"
 NDJSON = "ndjson"
+EVENTSTREAM = "eventstream"
+"""AWS event-stream binary frames (Bedrock): split and stored by eventstream.py."""
 
-_STREAM_TYPES = {"text/event-stream": SSE, "application/x-ndjson": NDJSON, "application/jsonl": NDJSON}
+_STREAM_TYPES = {
+    "text/event-stream": SSE,
+    "application/x-ndjson": NDJSON,
+    "application/jsonl": NDJSON,
+    eventstream.CONTENT_TYPE: EVENTSTREAM,
+}
 
 _LINE_END = rb"(?:\r\n|\r(?!\n)|\n)"
 _SSE_EVENT_END = re.compile(_LINE_END + _LINE_END)
@@ -43,6 +52,8 @@ def split_events(buffer: bytes, kind: str, final: bool = False) -> tuple[list[by
     With `final`, the left-over bytes become one last event too: a stream cut
     mid-event is stored as it was sent, byte for byte.
     """
+    if kind == EVENTSTREAM:
+        return eventstream.split_frames(buffer, final)
     events: list[bytes] = []
     start = 0
     while True:
@@ -140,6 +151,8 @@ class StreamRecorder:
         """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes)."""
         if self.ended:
             return True
+        if self.kind == EVENTSTREAM:
+            return not self._pending and bool(self._timed) and eventstream.ends_stream(self._timed[-1][1])
         if self._pending.strip():
             return False
         last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
@@ -150,8 +163,16 @@ class StreamRecorder:
         """Everything received, exactly."""
         return b"".join(raw for _, raw in self._timed) + self._pending
 
+    @property
+    def body_format(self) -> str:
+        """The cassette's `body_format` for `events()`: `events` (text), or `eventstream` (AWS frames)."""
+        return "eventstream" if self.kind == EVENTSTREAM else "events"
+
     def events(self) -> list[dict]:
-        """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8."""
+        """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8.
+        AWS frames: eventstream.stored_frame's form."""
+        if self.kind == EVENTSTREAM:
+            return [eventstream.stored_frame(ms, raw) for ms, raw in self._timed]
         return [{"ms": ms, "text": raw.decode("utf-8")} for ms, raw in self._timed]
 
 
