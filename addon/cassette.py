@@ -34,7 +34,7 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
-from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths
+from cassette_proxy.key import KeyCache, RequestFacts, canonical_path, identity, parse_ignore_paths
 from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
@@ -270,7 +270,7 @@ class Cassette:
             scheme=req.scheme,
             host=req.host,
             port=req.port,
-            path=urlsplit(req.path).path or "/",
+            path=canonical_path(urlsplit(req.path).path or "/"),
             query=list(req.query.items(multi=True)) if "?" in req.path else [],  # parsing rebuilds the whole URL
             headers=headers,
             body=body or b"",
@@ -425,7 +425,7 @@ class Cassette:
         body = None
         if content_encoding == "identity":
             with contextlib.suppress(UnicodeDecodeError):
-                body = store.events_fields(recorder.events())
+                body = store.events_fields(recorder.events(), recorder.body_format)
         if body is None:
             # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
             try:

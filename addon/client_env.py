@@ -16,7 +16,8 @@ from pathlib import Path
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
-CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")
+"""Every variable gets the combined bundle; AWS_CA_BUNDLE because botocore (boto3, Bedrock) reads no other."""
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 """Always in NO_PROXY: the reverse listeners live there, and a suite's own local servers must not be intercepted."""
 

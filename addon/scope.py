@@ -15,4 +15,6 @@ DEFAULT_HOSTS = (
     "api.fireworks.ai",
     "api.cohere.com",
     "api.cohere.ai",
+    "bedrock-runtime.*.amazonaws.com",
+    "bedrock-agent-runtime.*.amazonaws.com",
 )
