@@ -2,8 +2,8 @@
 
 Proxy variables for every client that reads them, a NO_PROXY that cannot
 route cassette traffic around the proxy, one CA bundle for every runtime's
-variable, and the Node switches (NODE_USE_ENV_PROXY, the preload for versions
-whose fetch ignores proxy variables).
+variable, the Node switches (NODE_USE_ENV_PROXY, the preload for versions
+whose fetch ignores proxy variables), and the JVM's system properties.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import re
 import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from .java_truststore import java_tool_options
 
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 
@@ -40,8 +42,13 @@ def client_environment(
     mode: str,
     notice_file: Path,
     base_urls: Mapping[str, str],
+    java_truststore: Path | None = None,
 ) -> dict[str, str]:
-    """`environ` plus what every common runtime needs to go through the proxy and trust it."""
+    """`environ` plus what every common runtime needs to go through the proxy and trust it.
+
+    JVMs get the proxy through JAVA_TOOL_OPTIONS (appended to the user's own), and
+    `java_truststore` (PKCS12, see java_truststore.py) as their trust store when given.
+    """
     env = dict(environ)
     env.update(dict.fromkeys(PROXY_VARIABLES, proxy_url))
     existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
@@ -51,6 +58,9 @@ def client_environment(
     preload = _node_require(NODE_PRELOAD)
     node_options = environ.get("NODE_OPTIONS", "")
     env["NODE_OPTIONS"] = node_options if preload in node_options else f"{node_options} {preload}".strip()
+    java = " ".join(java_tool_options(proxy_url, env["NO_PROXY"], java_truststore))
+    java_options = environ.get("JAVA_TOOL_OPTIONS", "")
+    env["JAVA_TOOL_OPTIONS"] = java_options if java in java_options else f"{java_options} {java}".strip()
     env["CASSETTE_NODE_NOTICE"] = str(notice_file)
     env["CASSETTE_MODE"] = mode
     env["CASSETTE_PROXY_URL"] = proxy_url
