@@ -34,7 +34,14 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
-from cassette_proxy.key import KeyCache, RequestFacts, canonical_path, identity, parse_ignore_paths
+from cassette_proxy.key import (
+    UNKEYABLE_HEADERS,
+    KeyCache,
+    RequestFacts,
+    canonical_path,
+    identity,
+    parse_ignore_paths,
+)
 from cassette_proxy.modes import MODES
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
@@ -205,6 +212,11 @@ class Cassette:
             self.hosts = re.compile("|".join(fnmatch.translate(h.strip().lower()) for h in opts.cassette_hosts))
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+            if refused := sorted(UNKEYABLE_HEADERS.intersection(self.key_headers)):
+                raise exceptions.OptionsError(
+                    f"cassette_key_headers: {refused[0]!r} carries a credential or changes on every request "
+                    "(AWS SigV4): as a key header it would be stored in every cassette and never match; remove it"
+                )
             self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
         if updated & {"cassette_ignore", "cassette_key_headers"}:
             self.keys = KeyCache(self.key_headers, self.ignore)

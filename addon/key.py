@@ -19,6 +19,23 @@ from urllib.parse import parse_qsl, urlencode
 SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "sig"})
 """Query parameters that carry credentials (Gemini's `?key=`, Azure SAS `sig`): never keyed, never stored."""
 
+UNKEYABLE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        # AWS SigV4: the signature, its timestamp, the session token, the signed body hash
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-content-sha256",
+    }
+)
+"""Request headers that carry a credential or change on every request: never keyed, so never stored
+(a request stores only its key headers)."""
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
