@@ -9,8 +9,9 @@ A stream is a sequence of binary frames:
 Clients check both CRCs, so a replay must send valid frames. A frame is stored
 readable when that is exact: its headers (all strings, in order) and its
 payload (JSON, re-serialised compactly as AWS sends it) re-encode to the very
-bytes received; a payload whose JSON text would not come back byte for byte is
-kept as text; anything else (other header types, a payload that is not UTF-8, a
+bytes received (the base64 `bytes` of an InvokeModelWithResponseStream chunk,
+the model's own event, decoded in place); a payload whose JSON text would not
+come back byte for byte is kept as text; anything else (other header types, a payload that is not UTF-8, a
 truncated frame) is stored as the frame's bytes in base64. Either way the replayed bytes are what was received, or, after
 redaction changed a readable payload, a well-formed frame carrying the redacted
 payload with fresh CRCs. No mitmproxy import here.
@@ -34,6 +35,9 @@ MAX_FRAME = 16 * 1024 * 1024
 _STRING = 7
 _FINAL_EVENT_TYPES = frozenset({"metadata"})
 """ConverseStream's last event; InvokeModelWithResponseStream has none (its stream ends with the response)."""
+
+
+_WITH_BYTES = frozenset({"ms", "headers", "payload", "payload_bytes"})
 
 
 class FrameError(ValueError):
@@ -113,7 +117,7 @@ def stored_frame(ms: int, frame: bytes) -> dict:
     try:
         value = json.loads(payload)
         if _compact_json(value) == payload:
-            return {"ms": ms, "headers": headers, "payload": value}
+            return {"ms": ms, "headers": headers, "payload": value, **_decoded_bytes(value)}
     except (ValueError, RecursionError):
         pass
     try:
@@ -122,13 +126,41 @@ def stored_frame(ms: int, frame: bytes) -> dict:
         return {"ms": ms, "frame_base64": base64.b64encode(frame).decode("ascii")}
 
 
+def _decoded_bytes(value: Any) -> dict:
+    """An InvokeModelWithResponseStream `chunk` carries the model's own event as base64 in `bytes`: decoded in
+    place (parsed JSON when compact JSON gives its text back, else text) so reviews, redaction and `cassette scan`
+    see it; the entry's `payload_bytes` says how to encode it back. Empty when it would not come back exactly."""
+    if not isinstance(value, dict) or not isinstance(value.get("bytes"), str):
+        return {}
+    try:
+        raw = base64.b64decode(value["bytes"], validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return {}
+    if base64.b64encode(raw).decode("ascii") != value["bytes"]:
+        return {}
+    try:
+        parsed = json.loads(text)
+        if _compact_json(parsed) == raw:
+            value["bytes"] = parsed
+            return {"payload_bytes": "json"}
+    except (ValueError, RecursionError):
+        pass
+    value["bytes"] = text
+    return {"payload_bytes": "text"}
+
+
 def frame_bytes(entry: dict) -> bytes:
     """The bytes a stored frame stands for (re-encoded, CRCs included, from its readable form)."""
     if "frame_base64" in entry:
         return base64.b64decode(entry["frame_base64"], validate=True)
     if "payload_text" in entry:
         return encode_frame(entry["headers"], entry["payload_text"].encode("utf-8"))
-    return encode_frame(entry["headers"], _compact_json(entry["payload"]))
+    payload = entry["payload"]
+    if "payload_bytes" in entry:
+        inner = payload["bytes"] if entry["payload_bytes"] == "text" else _compact_json(payload["bytes"]).decode()
+        payload = {**payload, "bytes": base64.b64encode(inner.encode("utf-8")).decode("ascii")}
+    return encode_frame(entry["headers"], _compact_json(payload))
 
 
 def valid_frames(body: Any) -> bool:
@@ -150,7 +182,14 @@ def valid_frames(body: Any) -> bool:
                 return False
         else:
             headers = entry.get("headers")
-            if set(entry) not in ({"ms", "headers", "payload"}, {"ms", "headers", "payload_text"}):
+            if set(entry) not in ({"ms", "headers", "payload"}, {"ms", "headers", "payload_text"}, _WITH_BYTES):
+                return False
+            if "payload_bytes" in entry and not (
+                entry["payload_bytes"] in ("json", "text")
+                and isinstance(entry["payload"], dict)
+                and "bytes" in entry["payload"]
+                and (entry["payload_bytes"] == "json" or isinstance(entry["payload"]["bytes"], str))
+            ):
                 return False
             if not isinstance(headers, dict) or not isinstance(entry.get("payload_text", ""), str):
                 return False

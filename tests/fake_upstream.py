@@ -272,7 +272,8 @@ def bedrock_invoke_stream(body: dict, text: str) -> list[bytes]:
     chunks = []
     for event in anthropic_stream(body, text, error=False):
         data = json.loads(event.split("data: ", 1)[1])
-        chunks.append(aws_event("chunk", {"bytes": base64.b64encode(json.dumps(data).encode()).decode()}))
+        compact = json.dumps(data, separators=(",", ":")).encode()
+        chunks.append(aws_event("chunk", {"bytes": base64.b64encode(compact).decode()}))
     return chunks
 
 

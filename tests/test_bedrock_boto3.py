@@ -149,3 +149,12 @@ def test_converse_stream_is_stored_as_readable_frames(recorded):
     assert kinds[0] == "messageStart" and kinds[-1] == "metadata"
     deltas = [frame["payload"]["delta"]["text"] for frame in response["body"] if "delta" in frame["payload"]]
     assert "".join(deltas) == "echo: hello bedrock converse-stream"
+
+
+def test_invoke_stream_chunks_are_stored_decoded(recorded):
+    """The model's own events inside InvokeModelWithResponseStream chunks are readable (and so redactable)."""
+    cassettes, _ = recorded
+    (path,) = cassettes.rglob("invoke-with-response-stream/*.json")
+    frames = json.loads(path.read_text())["response"]["body"]
+    assert all(frame["payload_bytes"] == "json" for frame in frames)
+    assert [frame["payload"]["bytes"]["type"] for frame in frames][-1] == "message_stop"

@@ -80,6 +80,35 @@ def test_anything_else_is_stored_as_its_bytes(raw):
     assert eventstream.frame_bytes(stored) == raw
 
 
+def chunk(inner: bytes) -> bytes:
+    """An InvokeModelWithResponseStream frame: the model's event, base64, in `bytes`."""
+    payload = json.dumps({"bytes": base64.b64encode(inner).decode(), "p": "abc"}, separators=(",", ":"))
+    return frame(payload.encode(), {":event-type": "chunk", ":content-type": "application/json"})
+
+
+@pytest.mark.parametrize(
+    ("inner", "how", "stored"),
+    [
+        (b'{"type":"content_block_delta","delta":{"text":"hi"}}', "json",
+         {"type": "content_block_delta", "delta": {"text": "hi"}}),
+        (b'{"type": "message_stop"}', "text", '{"type": "message_stop"}'),
+    ],
+)  # fmt: skip
+def test_a_chunks_base64_bytes_are_stored_decoded_and_encoded_back_exactly(inner, how, stored):
+    raw = chunk(inner)
+    entry = eventstream.stored_frame(0, raw)
+    assert entry["payload"] == {"bytes": stored, "p": "abc"} and entry["payload_bytes"] == how
+    assert eventstream.frame_bytes(json.loads(json.dumps(entry))) == raw
+    assert eventstream.valid_frames([entry])
+
+
+def test_bytes_that_are_not_utf8_stay_base64():
+    raw = chunk(b"\xff\x00")
+    entry = eventstream.stored_frame(0, raw)
+    assert "payload_bytes" not in entry and entry["payload"]["bytes"] == base64.b64encode(b"\xff\x00").decode()
+    assert eventstream.frame_bytes(entry) == raw
+
+
 def test_non_string_headers_are_stored_as_bytes():
     header = b"\x05:flag\x00"  # a bool header (type 0)
     prelude = struct.pack("!II", 12 + len(header) + 2 + 4, len(header))
@@ -102,6 +131,9 @@ def test_non_string_headers_are_stored_as_bytes():
         [{"ms": 0, "headers": {}}],
         [{"ms": 0, "headers": {}, "payload_text": 5}],
         [{"ms": 0, "headers": {}, "payload": {}, "payload_text": ""}],
+        [{"ms": 0, "headers": {}, "payload": {"bytes": "x"}, "payload_bytes": "xml"}],
+        [{"ms": 0, "headers": {}, "payload": {}, "payload_bytes": "json"}],
+        [{"ms": 0, "headers": {}, "payload": {"bytes": 5}, "payload_bytes": "text"}],
         [{"ms": 0, "text": "data: {}\n\n"}],
     ],
 )
@@ -143,13 +175,16 @@ def test_redaction_changes_payloads_and_replay_still_sends_valid_frames():
     )
     text = eventstream.stored_frame(1, frame(b'{"x": "AKIAFAKEFAKEFAKEFAKE"}'))
     opaque = eventstream.stored_frame(2, frame(b"\xff AKIAFAKEFAKEFAKEFAKE"))
-    response = {"status": 200, "headers": {}, "body_format": "eventstream", "body": [readable, text, opaque]}
+    model_event = eventstream.stored_frame(3, chunk(json.dumps({"text": secret}, separators=(",", ":")).encode()))
+    body = [readable, text, opaque, model_event]
+    response = {"status": 200, "headers": {}, "body_format": "eventstream", "body": body}
     cleaned = redact.redact({"response": response}, redact.parse_rules([]))["response"]
     assert cleaned["body"][2] == opaque  # bytes stay whole: a rule inside base64 would break the frame
     data = store.decode_body("eventstream", cleaned["body"])
     payloads = [payload for _, payload in parsed(data)]
     assert json.loads(payloads[0]) == {"delta": {"text": "[REDACTED:openai-key]"}}
     assert payloads[1] == b'{"x": "[REDACTED:aws-access-key-id]"}'
+    assert json.loads(base64.b64decode(json.loads(payloads[3])["bytes"])) == {"text": "[REDACTED:openai-key]"}
 
 
 @pytest.mark.parametrize(
