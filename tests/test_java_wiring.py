@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.client_env import client_environment
-from cassette_proxy.java_truststore import PASSWORD, non_proxy_hosts, pem_certificates, write_truststore
+from cassette_proxy.java_truststore import (
+    PASSWORD,
+    java_tool_options,
+    non_proxy_hosts,
+    pem_certificates,
+    write_truststore,
+)
 from harness import make_certificate
 
 
@@ -98,3 +104,10 @@ def test_java_tool_options_point_at_the_proxy_and_trust_store_after_the_users_ow
         f"-Djavax.net.ssl.trustStorePassword={PASSWORD}",
     ]
     assert wired(env, tmp_path)["JAVA_TOOL_OPTIONS"] == env["JAVA_TOOL_OPTIONS"]  # wiring twice adds nothing
+
+
+def test_an_option_with_a_space_is_quoted_as_the_jvm_reads_it(tmp_path):
+    """The JVM splits JAVA_TOOL_OPTIONS on spaces but honours double quotes (a TMPDIR with a space)."""
+    store = tmp_path / "my folder" / "trust.p12"
+    options = java_tool_options("http://127.0.0.1:1", "", store)
+    assert f'"-Djavax.net.ssl.trustStore={store}"' in options
