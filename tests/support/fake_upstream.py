@@ -18,7 +18,10 @@ packed as base64 float32 when `encoding_format` is base64 (the openai SDK's defa
 A request with `"stream": true` gets a stream shaped like the real API's:
 OpenAI chat (`data:` lines, a usage chunk with `stream_options.include_usage`,
 then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
-`data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`). Stream
+`data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`). Amazon Bedrock's runtime
+paths (`/model/<id>/converse`, `/invoke`, `/converse-stream`,
+`/invoke-with-response-stream`) answer like Bedrock, streams as AWS
+event-stream frames with valid CRCs (`application/vnd.amazon.eventstream`). Stream
 headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
 lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
 (no end of message), `x-fake-hold-open: 2` keeps the connection open that long
@@ -224,6 +227,58 @@ def ollama_stream(body: dict, text: str, error: bool) -> list[str]:
     return [json.dumps(line) + "\n" for line in lines]
 
 
+def aws_frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One AWS event-stream frame (string headers), built here rather than by the addon's code under test."""
+    encoded = b"".join(
+        struct.pack("!B", len(name)) + name.encode() + struct.pack("!BH", 7, len(value.encode())) + value.encode()
+        for name, value in headers.items()
+    )
+    prelude = struct.pack("!II", 12 + len(encoded) + len(payload) + 4, len(encoded))
+    message = prelude + struct.pack("!I", zlib.crc32(prelude)) + encoded + payload
+    return message + struct.pack("!I", zlib.crc32(message))
+
+
+def aws_event(event_type: str, payload: dict) -> bytes:
+    """An event frame as Bedrock sends it: compact JSON with a `p` padding field, three string headers."""
+    headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
+    data = {**payload, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"[: 4 + len(event_type)]}
+    return aws_frame(headers, json.dumps(data, separators=(",", ":")).encode())
+
+
+def bedrock_converse(text: str) -> dict:
+    n = len(text.split())
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 5, "outputTokens": n, "totalTokens": 5 + n},
+        "metrics": {"latencyMs": 42},
+    }
+
+
+def bedrock_converse_stream(text: str) -> list[bytes]:
+    n = len(text.split())
+    return [
+        aws_event("messageStart", {"role": "assistant"}),
+        *(aws_event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}}) for piece in words(text)),
+        aws_event("contentBlockStop", {"contentBlockIndex": 0}),
+        aws_event("messageStop", {"stopReason": "end_turn"}),
+        aws_event(
+            "metadata",
+            {"usage": {"inputTokens": 5, "outputTokens": n, "totalTokens": 5 + n}, "metrics": {"latencyMs": 42}},
+        ),
+    ]
+
+
+def bedrock_invoke_stream(body: dict, text: str) -> list[bytes]:
+    """InvokeModelWithResponseStream for an Anthropic model: each `chunk` carries a Messages stream event, base64."""
+    chunks = []
+    for event in anthropic_stream(body, text, error=False):
+        data = json.loads(event.split("data: ", 1)[1])
+        compact = json.dumps(data, separators=(",", ":")).encode()
+        chunks.append(aws_event("chunk", {"bytes": base64.b64encode(compact).decode()}))
+    return chunks
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body leave in separate writes: with Nagle's algorithm, the client's delayed ACK
@@ -290,7 +345,17 @@ class Handler(BaseHTTPRequestHandler):
             text = f"#{count} {text}"
         path = self.path.split("?", 1)[0]
         error = self.headers.get("x-fake-stream-error") == "1"
-        if isinstance(body, dict) and body.get("stream") is True and path.endswith("/chat/completions"):
+        if path.startswith("/model/") and isinstance(body, dict):  # Amazon Bedrock runtime
+            aws = {"x-amzn-requestid": f"fake-request-{count}"}
+            if path.endswith("/converse"):
+                self.send_json(200, bedrock_converse(text), count, aws)
+            elif path.endswith("/converse-stream"):
+                self.send_stream(bedrock_converse_stream(text), "application/vnd.amazon.eventstream", count, aws)
+            elif path.endswith("/invoke-with-response-stream"):
+                self.send_stream(bedrock_invoke_stream(body, text), "application/vnd.amazon.eventstream", count, aws)
+            else:
+                self.send_json(200, anthropic_message(body, text), count, aws)
+        elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/chat/completions"):
             self.send_stream(openai_chat_stream(body, text, error), "text/event-stream", count)
         elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/responses"):
             self.send_stream(responses_stream(body, text), "text/event-stream", count)
@@ -307,13 +372,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(200, {"path": path, "method": self.command, "echo": raw.decode("utf-8", "replace")}, count)
 
-    def send_stream(self, events: list[str], content_type: str, count: int):
+    def send_stream(self, events: list[str] | list[bytes], content_type: str, count: int, extra: dict | None = None):
         """Send events as chunks over time, the way an API streams tokens (see the module docstring)."""
         gap = float(self.headers.get("x-fake-event-gap") or 0)
         break_after = int(self.headers.get("x-fake-break-after") or 0)
         hold_open = float(self.headers.get("x-fake-hold-open") or 0)
         if self.headers.get("x-fake-crlf") == "1":
-            events = [event.replace("\n", "\r\n") for event in events]
+            events = [event.replace("\n", "\r\n") if isinstance(event, str) else event for event in events]
         gzip = "gzip" in (self.headers.get("accept-encoding") or "")
         compressor = zlib.compressobj(wbits=31)
         self.send_response(200)
@@ -321,6 +386,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self.send_header("cache-control", "no-cache")
         self.send_header("x-fake-count", str(count))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         if gzip:
             self.send_header("content-encoding", "gzip")
         self.end_headers()
@@ -332,7 +399,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(2)  # SHUT_RDWR: drop mid-stream, with no end-of-body chunk
                 return
-            data = event.encode()
+            data = event.encode() if isinstance(event, str) else event
             if gzip:
                 data = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import eventstream
 from .key import parse_json_body
 
 FORMAT_VERSION = 1
@@ -44,6 +45,10 @@ DROPPED_HEADERS = frozenset(
         "upgrade",
         "content-length",
         "content-encoding",
+        # AWS SigV4: request headers, listed so that no echo of them is ever stored either
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-content-sha256",
         # volatile: differs on every recording and only adds noise to reviews
         "date",
         "age",
@@ -88,6 +93,8 @@ def decode_body(body_format: str, body: Any) -> bytes:
         return base64.b64decode(body)
     if body_format == "events":
         return "".join(event["text"] for event in body).encode("utf-8")
+    if body_format == "eventstream":
+        return b"".join(eventstream.frame_bytes(frame) for frame in body)
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
@@ -124,7 +131,7 @@ def dumps(cassette: dict) -> bytes:
     return _json_bytes(cassette, indent=2) + b"\n"
 
 
-BODY_FORMATS = frozenset({"json", "text", "base64", "events"})
+BODY_FORMATS = frozenset({"json", "text", "base64", "events", "eventstream"})
 
 DEFAULT_MAX_SIZE = 256 * 1024 * 1024
 """The largest cassette file read (the `cassette_max_size` option): far above any real LLM response (a long
@@ -263,11 +270,18 @@ def _check_body(path: Path, side: str, stored: dict) -> None:
             raise CassetteError(path, f"{problem}: {_shown(body)} is not base64") from None
     if body_format == "events" and not _valid_events(body):
         raise CassetteError(path, f'{side}.body must be a list of {{"ms": <int ≥ 0>, "text": <str>}} events')
+    if body_format == "eventstream" and not eventstream.valid_frames(body):
+        raise CassetteError(
+            path,
+            f'{side}.body must be a list of AWS event-stream frames: {{"ms": <int ≥ 0>, "headers": {{<str>: <str>}}, '
+            '"payload": <JSON>} or {"ms": <int ≥ 0>, "frame_base64": <base64>}',
+        )
 
 
-def events_fields(events: list[dict]) -> dict:
-    """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line."""
-    return {"body_format": "events", "body": events}
+def events_fields(events: list[dict], body_format: str = "events") -> dict:
+    """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line
+    (`events`), or one entry per AWS event-stream frame (`eventstream`, see eventstream.py)."""
+    return {"body_format": body_format, "body": events}
 
 
 def _valid_events(body: Any) -> bool:

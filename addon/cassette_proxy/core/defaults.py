@@ -42,6 +42,8 @@ DEFAULT_HOSTS = (
     "api.fireworks.ai",
     "api.cohere.com",
     "api.cohere.ai",
+    "bedrock-runtime.*.amazonaws.com",
+    "bedrock-agent-runtime.*.amazonaws.com",
 )
 """Hosts under cassette control by default; the addon's scope and the launcher's NO_PROXY wiring share it."""
 

@@ -13,10 +13,20 @@ import json
 import re
 from typing import Any
 
+from . import eventstream
+
 SSE = "sse"
 NDJSON = "ndjson"
 
-_STREAM_TYPES = {"text/event-stream": SSE, "application/x-ndjson": NDJSON, "application/jsonl": NDJSON}
+EVENTSTREAM = "eventstream"
+"""AWS event-stream binary frames (Bedrock): split and stored by eventstream.py."""
+
+_STREAM_TYPES = {
+    "text/event-stream": SSE,
+    "application/x-ndjson": NDJSON,
+    "application/jsonl": NDJSON,
+    eventstream.CONTENT_TYPE: EVENTSTREAM,
+}
 
 _LINE_END = rb"(?:\r\n|\r(?!\n)|\n)"
 _SSE_EVENT_END = re.compile(_LINE_END + _LINE_END)
@@ -37,6 +47,8 @@ def split_events(buffer: bytes, kind: str, final: bool = False) -> tuple[list[by
     With `final`, the left-over bytes become one last event too: a stream cut
     mid-event is stored as it was sent, byte for byte.
     """
+    if kind == EVENTSTREAM:
+        return eventstream.split_frames(buffer, final)
     events: list[bytes] = []
     start = 0
     while True:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from email.parser import BytesParser
 from email.policy import HTTP
@@ -41,6 +42,23 @@ SAS_QUERY_PARAMS = frozenset(
 )
 """The fields of an Azure shared access signature: dropped with `sig`, and only when `sig` is there, because
 outside a SAS URL a parameter named `sp` or `st` is an ordinary one that must count."""
+
+UNKEYABLE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        # AWS SigV4: the signature, its timestamp, the session token, the signed body hash
+        "x-amz-date",
+        "x-amz-security-token",
+        "x-amz-content-sha256",
+    }
+)
+"""Request headers that carry a credential or change on every request: never keyed, so never stored
+(a request stores only its key headers)."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -91,6 +109,29 @@ def origin(scheme: str, host: str, port: int) -> str:
     if DEFAULT_PORTS.get(scheme) == port:
         return f"{scheme}://{host}"
     return f"{scheme}://{host}:{port}"
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_KEPT_ESCAPED = frozenset("/?#%")
+"""Escapes that change a path's meaning when undone: a segment separator, the query and fragment marks, `%`."""
+
+
+def canonical_path(path: str) -> str:
+    """The path as an API reads it: `%3A` and `:` are the same request (a Bedrock model id in the path).
+
+    Escapes of printable ASCII are undone, except `/`, `?`, `#` and `%`,
+    whose escaped and plain forms differ; the escapes kept (and those of
+    spaces, controls and non-ASCII bytes) get upper-case hex, as RFC 3986
+    normalises them.
+    """
+    if "%" not in path:
+        return path
+    return _ESCAPE.sub(_unescape, path)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if "!" <= char <= "~" and char not in _KEPT_ESCAPED else "%" + match.group(1).upper()
 
 
 def public_query(query: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

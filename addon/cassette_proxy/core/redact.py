@@ -248,8 +248,16 @@ def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
             continue
         out[side] = dict(stored)
         for field in REDACTABLE:
-            if field in stored and not (field == "body" and stored.get("body_format") == "base64"):
+            if field in stored and not (field == "body" and stored.get("body_format") in ("base64", "eventstream")):
                 out[side][field] = redacted(stored[field], (side, field), rules)
+        if stored.get("body_format") == "eventstream" and isinstance(stored.get("body"), list):
+            # Frames kept as bytes (base64) stay whole: a rule matching inside base64 text would corrupt the frame.
+            out[side]["body"] = [
+                frame
+                if isinstance(frame, dict) and "frame_base64" in frame
+                else redacted(frame, (side, "body", i), rules)
+                for i, frame in enumerate(stored["body"])
+            ]
     return out
 
 

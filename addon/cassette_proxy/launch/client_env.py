@@ -2,8 +2,8 @@
 
 Proxy variables for every client that reads them, a NO_PROXY that cannot
 route cassette traffic around the proxy, one CA bundle for every runtime's
-variable, and the Node switches (NODE_USE_ENV_PROXY, the preload for versions
-whose fetch ignores proxy variables).
+variable, the Node switches (NODE_USE_ENV_PROXY, the preload for versions
+whose fetch ignores proxy variables), and the JVM's system properties.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..core.defaults import MODE_VAR
+from .java_truststore import java_tool_options
 
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
-CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")
+"""Every variable gets the combined bundle; AWS_CA_BUNDLE because botocore (boto3, Bedrock) reads no other."""
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 """Always in NO_PROXY: the reverse listeners live there, and a suite's own local servers must not be intercepted."""
 
@@ -41,8 +43,13 @@ def client_environment(
     mode: str,
     notice_file: Path,
     base_urls: Mapping[str, str],
+    java_truststore: Path | None = None,
 ) -> dict[str, str]:
-    """`environ` plus what every common runtime needs to go through the proxy and trust it."""
+    """`environ` plus what every common runtime needs to go through the proxy and trust it.
+
+    JVMs get the proxy through JAVA_TOOL_OPTIONS (appended to the user's own), and
+    `java_truststore` (PKCS12, see java_truststore.py) as their trust store when given.
+    """
     env = dict(environ)
     env.update(dict.fromkeys(PROXY_VARIABLES, proxy_url))
     existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
@@ -52,6 +59,9 @@ def client_environment(
     preload = _node_require(NODE_PRELOAD)
     node_options = environ.get("NODE_OPTIONS", "")
     env["NODE_OPTIONS"] = node_options if preload in node_options else f"{node_options} {preload}".strip()
+    java = " ".join(java_tool_options(proxy_url, env["NO_PROXY"], java_truststore))
+    java_options = environ.get("JAVA_TOOL_OPTIONS", "")
+    env["JAVA_TOOL_OPTIONS"] = java_options if java in java_options else f"{java_options} {java}".strip()
     env["CASSETTE_NODE_NOTICE"] = str(notice_file)
     env[MODE_VAR] = mode
     env["CASSETTE_PROXY_URL"] = proxy_url

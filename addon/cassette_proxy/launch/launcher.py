@@ -40,6 +40,7 @@ from ..core.defaults import (
 )
 from ..core.report import Report, ReportError
 from .client_env import client_environment, write_ca_bundle
+from .java_truststore import write_truststore
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
@@ -202,6 +203,11 @@ class RunningProxy:
         self.ca_bundle = write_ca_bundle(
             private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
         )
+        try:
+            self.java_truststore: Path | None = write_truststore(private / "java-truststore.p12", self.ca_bundle)
+        except ValueError as e:  # a certificate in the bundle that is not base64: other runtimes may still cope
+            self.java_truststore = None
+            print(f"cassette: Java keeps its own trust store (no proxy CA): {self.ca_bundle}: {e}", file=sys.stderr)
 
     @property
     def report_path(self) -> Path:
@@ -221,6 +227,7 @@ class RunningProxy:
             mode=self.settings.mode,
             notice_file=self.private / "node-notice",
             base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
+            java_truststore=self.java_truststore,
         )
 
     def exports(self, environ: Mapping[str, str]) -> str:

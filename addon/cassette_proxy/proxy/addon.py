@@ -40,7 +40,7 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.events import stream_kind
-from ..core.key import KeyCache, RequestFacts, identity, normal_host, parse_ignore_paths
+from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, identity, normal_host, parse_ignore_paths
 from ..core.location import relative_name
 from ..core.report import Report
 from ..core.scope import HostScope, is_loopback
@@ -211,6 +211,11 @@ class Cassette:
             self.allowed_hosts = HostScope(opts.cassette_allow_hosts)
         if "cassette_key_headers" in updated:
             self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
+            if refused := sorted(UNKEYABLE_HEADERS.intersection(self.key_headers)):
+                raise exceptions.OptionsError(
+                    f"cassette_key_headers: {refused[0]!r} carries a credential or changes on every request "
+                    "(AWS SigV4): as a key header it would be stored in every cassette and never match; remove it"
+                )
             self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
         if updated & {"cassette_ignore", "cassette_key_headers"}:
             self.keys = KeyCache(self.key_headers, self.ignore)

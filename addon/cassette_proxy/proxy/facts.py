@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
-from ..core.key import RequestFacts, normal_host
+from ..core.key import RequestFacts, canonical_path, normal_host
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
@@ -36,7 +36,7 @@ def request_facts(request: http.Request, read_headers: Collection[bytes]) -> Req
         scheme=request.scheme,
         host=normal_host(request.host),
         port=request.port,
-        path=urlsplit(request.path).path or "/",
+        path=canonical_path(urlsplit(request.path).path or "/"),
         query=list(request.query.items(multi=True)) if "?" in request.path else [],  # parsing rebuilds the URL
         headers=headers,
         body=body or b"",

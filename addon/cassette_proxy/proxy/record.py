@@ -79,7 +79,7 @@ class Recorder:
         body = None
         if content_encoding == "identity":
             with contextlib.suppress(UnicodeDecodeError):
-                body = events_fields(recorder.events())
+                body = events_fields(recorder.events(), recorder.body_format)
         if body is None:
             # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
             try:

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.events import ends_protocol, split_events
+from ..core import eventstream
+from ..core.events import EVENTSTREAM, ends_protocol, split_events
 
 
 @dataclass
@@ -63,6 +64,8 @@ class StreamRecorder:
         """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes)."""
         if self.ended:
             return True
+        if self.kind == EVENTSTREAM:
+            return not self._pending and bool(self._timed) and eventstream.ends_stream(self._timed[-1][1])
         if self._pending.strip():
             return False
         last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
@@ -73,6 +76,14 @@ class StreamRecorder:
         """Everything received, exactly."""
         return b"".join(raw for _, raw in self._timed) + self._pending
 
+    @property
+    def body_format(self) -> str:
+        """The cassette's `body_format` for `events()`: `events` (text), or `eventstream` (AWS frames)."""
+        return "eventstream" if self.kind == EVENTSTREAM else "events"
+
     def events(self) -> list[dict]:
-        """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8."""
+        """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8.
+        AWS frames: eventstream.stored_frame's form."""
+        if self.kind == EVENTSTREAM:
+            return [eventstream.stored_frame(ms, raw) for ms, raw in self._timed]
         return [{"ms": ms, "text": raw.decode("utf-8")} for ms, raw in self._timed]
