@@ -18,7 +18,10 @@ packed as base64 float32 when `encoding_format` is base64 (the openai SDK's defa
 A request with `"stream": true` gets a stream shaped like the real API's:
 OpenAI chat (`data:` lines, a usage chunk with `stream_options.include_usage`,
 then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
-`data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`). Stream
+`data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`).
+Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON, `…:streamGenerateContent?alt=sse`
+a `data:` line per word, as google-genai reads them. An OAuth token endpoint (a path ending in
+`/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log. Stream
 headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
 lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
 (no end of message), `x-fake-hold-open: 2` keeps the connection open that long
@@ -47,7 +50,13 @@ class State:
     log: list[dict] = []  # noqa: RUF012 - one process, one state
 
 
+LIVE_TOKEN = "ya29.fake-LIVE-access-token-DO-NOT-STORE-0123456789"
+
+
 def last_user_text(body: dict) -> str:
+    for content in reversed(body.get("contents") or []):  # Gemini: contents[].parts[].text
+        if isinstance(content, dict) and content.get("role", "user") == "user":
+            return " ".join(part.get("text", "") for part in content.get("parts", []) if isinstance(part, dict))
     messages = body.get("messages") or []
     for message in reversed(messages):
         if message.get("role") == "user":
@@ -103,6 +112,32 @@ def embeddings(body: dict) -> dict:
         "model": body.get("model", "embed-fake"),
         "usage": {"prompt_tokens": 1, "total_tokens": 1},
     }
+
+
+def gemini_response(text: str, finish: bool = True) -> dict:
+    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    n = len(text.split())
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": n, "totalTokenCount": 5 + n},
+        "modelVersion": "gemini-fake",
+        "responseId": "fake-response",
+    }
+
+
+def gemini_stream(text: str) -> list[str]:
+    pieces = words(text)
+    return [
+        f"data: {json.dumps(gemini_response(piece, finish=i == len(pieces) - 1))}\r\n\r\n"
+        for i, piece in enumerate(pieces)
+    ]
+
+
+def token_answer(path: str) -> dict:
+    answer = {"access_token": LIVE_TOKEN, "expires_in": 3599, "token_type": "Bearer"}
+    return {**answer, "ext_expires_in": 3599} if "/oauth2/v2.0/" in path else answer
 
 
 def words(text: str) -> list[str]:
@@ -294,6 +329,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(responses_stream(body, text), "text/event-stream", count)
         elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/messages"):
             self.send_stream(anthropic_stream(body, text, error), "text/event-stream", count)
+        elif path.endswith(":streamGenerateContent"):
+            self.send_stream(gemini_stream(text), "text/event-stream", count)
+        elif path.endswith(":generateContent"):
+            self.send_json(200, gemini_response(text), count)
+        elif path.endswith("/token") and self.command == "POST":
+            self.send_json(200, token_answer(path), count)
         elif path == "/api/chat" and isinstance(body, dict) and body.get("stream", True):
             self.send_stream(ollama_stream(body, text, error), "application/x-ndjson", count)
         elif path.endswith("/chat/completions"):
