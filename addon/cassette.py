@@ -32,7 +32,7 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
     sys.modules["cassette_proxy"] = _package = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_package)
 
-from cassette_proxy import __version__, redact, store
+from cassette_proxy import __version__, redact, routes, store, token_exchange
 from cassette_proxy import miss as misses
 from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths
 from cassette_proxy.modes import MODES
@@ -90,6 +90,7 @@ class Cassette:
         self.writing = threading.Condition()
         self.writes_in_flight = 0
         self.upstream = UpstreamGuard(self.report)
+        self.routes = routes.RouteTable()
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
 
@@ -172,6 +173,20 @@ class Cassette:
             "Defaults to $CASSETTE_REPLAY_TIMING, else none.",
         )
 
+        loader.add_option(
+            "cassette_token_endpoints",
+            Sequence[str],
+            [],
+            "More OAuth token endpoints, as HOST/PATH globs (e.g. sts.example.com/oauth2/token), on top of Google's and "
+            "Microsoft's: never stored; in replay mode answered with a placeholder token.",
+        )
+        loader.add_option(
+            "cassette_routes",
+            Sequence[str],
+            [],
+            "Names of the reverse listeners, NAME=PORT (the launcher sets them): the report counts requests per route.",
+        )
+
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
         if "cassette_mode" in updated:
@@ -221,6 +236,16 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "cassette_token_endpoints" in updated:
+            try:
+                self.token_endpoints = token_exchange.parse_endpoints(opts.cassette_token_endpoints)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_token_endpoints: {e}") from None
+        if "cassette_routes" in updated:
+            try:
+                self.route_names = routes.parse_route_names(opts.cassette_routes)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_routes: {e}") from None
         if "cassette_replay_timing" in updated:
             try:
                 self.replay_speed = parse_replay_timing(opts.cassette_replay_timing)
@@ -234,6 +259,8 @@ class Cassette:
     def running(self) -> None:
         for stale in store.remove_stale_temp_files(self.root):
             log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
+        self.routes = routes.RouteTable.of_servers(ctx.master.addons.get("proxyserver").servers, self.route_names)
+        self.report.routes = dict.fromkeys(self.routes.names(), 0)
         if not ctx.options.cassette_ready_file:
             return
         listen = []
@@ -258,7 +285,12 @@ class Cassette:
     async def request(self, flow: http.HTTPFlow) -> None:
         if flow.response or flow.error or not flow.live:
             return
+        route = self.routes.route(flow)  # first: a detour through the forward proxy is undone before keying
+        self.report.routes[route] = self.report.routes.get(route, 0) + 1
         mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
+        if mode != "off" and self.token_endpoints.matches(flow.request.method, flow.request.host, flow.request.path):
+            self._token_exchange(flow, mode)
+            return
         if mode == "off" or not self.in_scope(flow.request.host):
             self.report.passthrough += 1
             return
@@ -312,6 +344,16 @@ class Cassette:
         req.headers["accept-encoding"] = "identity"
         self.report.upstream += 1
         self.upstream.forward(flow)
+
+    def _token_exchange(self, flow: http.HTTPFlow, mode: str) -> None:
+        """Never stored nor logged with its token; in replay answered here, so client libraries refresh offline."""
+        self.report.token_exchanges += 1
+        if mode == "replay":
+            req = flow.request
+            body = req.get_content(strict=False) or b""
+            headers, answer = token_exchange.placeholder(req.host, req.path, body, req.headers.get("content-type", ""))
+            flow.response = http.Response.make(200, answer, headers)
+            flow.metadata["cassette_outcome"] = "token_exchange"
 
     def _next_in_sequence(self, key: str, first: str, mode: str) -> str:
         """The n-th identical request uses the n-th recording; past the last one, replay keeps answering with it."""

@@ -18,9 +18,13 @@ class Report:
     overwritten: int = 0
     upstream: int = 0
     passthrough: int = 0
+    token_exchanges: int = 0
+    """Requests to an OAuth token endpoint: answered with a placeholder in replay, passed through otherwise, never stored."""
     errors: list[dict] = field(default_factory=list)
     cassettes_used: set[str] = field(default_factory=set)
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
+    routes: dict[str, int] = field(default_factory=dict)
+    """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -32,6 +36,7 @@ class Report:
             "overwritten": self.overwritten,
             "upstream": self.upstream,
             "passthrough": self.passthrough,
+            "token_exchanges": self.token_exchanges,
             "errors": len(self.errors),
         }
         return data
