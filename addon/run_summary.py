@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def text(report: dict | None) -> str:
-    """One line for the end of a run, plus one line per miss."""
+    """One line for the end of a run, one for the routes when there is a reverse route, plus one line per miss."""
     if report is None:
         return "cassette: no run report (the proxy did not shut down cleanly)"
     counts = report["counts"]
@@ -12,9 +12,14 @@ def text(report: dict | None) -> str:
         f"cassette: {report['mode']}: {counts['hits']} hits, {counts['misses']} misses, {counts['recorded']} recorded, "
         f"{counts['upstream']} upstream, {counts['passthrough']} passthrough"
     )
+    if counts.get("token_exchanges"):
+        line += f", {counts['token_exchanges']} token exchanges"
     if counts["errors"]:
         line += f", {counts['errors']} errors"
     lines = [line]
+    routes = report.get("routes") or {}
+    if len(routes) > 1:  # with a reverse route: shows a route its clients silently bypassed (`openai 0`)
+        lines.append("cassette: routes: " + ", ".join(f"{name} {count}" for name, count in routes.items()))
     lines += [f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})" for m in report["misses"]]
     lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in report["errors"]]
     return "\n".join(lines)
@@ -42,4 +47,13 @@ def merged(reports: list[dict]) -> dict:
         "counts": {name: sum(r["counts"][name] for r in reports) for name in reports[0]["counts"]},
         "misses": [miss for r in reports for miss in r["misses"]],
         "errors": [error for r in reports for error in r["errors"]],
+        "routes": _summed([r.get("routes") or {} for r in reports]),
     }
+
+
+def _summed(tables: list[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for table in tables:
+        for name, count in table.items():
+            total[name] = total.get(name, 0) + count
+    return total
