@@ -21,7 +21,8 @@ then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
 `data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`).
 Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON, `…:streamGenerateContent?alt=sse`
 a `data:` line per word, as google-genai reads them. An OAuth token endpoint (a path ending in
-`/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log. Stream
+`/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log;
+`GET /<tenant>/v2.0/.well-known/openid-configuration` the discovery document MSAL reads first. Stream
 headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
 lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
 (no end of message), `x-fake-hold-open: 2` keeps the connection open that long
@@ -138,6 +139,18 @@ def gemini_stream(text: str) -> list[str]:
 def token_answer(path: str) -> dict:
     answer = {"access_token": LIVE_TOKEN, "expires_in": 3599, "token_type": "Bearer"}
     return {**answer, "ext_expires_in": 3599} if "/oauth2/v2.0/" in path else answer
+
+
+def openid_configuration(path: str) -> dict:
+    tenant = path.strip("/").split("/")[0]
+    authority = f"https://login.microsoftonline.com/{tenant}"
+    return {
+        "token_endpoint": f"{authority}/oauth2/v2.0/token",
+        "authorization_endpoint": f"{authority}/oauth2/v2.0/authorize",
+        "device_authorization_endpoint": f"{authority}/oauth2/v2.0/devicecode",
+        "issuer": f"{authority}/v2.0",
+        "token_endpoint_auth_methods_supported": ["client_secret_post", "private_key_jwt", "client_secret_basic"],
+    }
 
 
 def words(text: str) -> list[str]:
@@ -333,6 +346,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(gemini_stream(text), "text/event-stream", count)
         elif path.endswith(":generateContent"):
             self.send_json(200, gemini_response(text), count)
+        elif path.endswith("/.well-known/openid-configuration"):
+            self.send_json(200, openid_configuration(path), count)
         elif path.endswith("/token") and self.command == "POST":
             self.send_json(200, token_answer(path), count)
         elif path == "/api/chat" and isinstance(body, dict) and body.get("stream", True):

@@ -43,6 +43,22 @@ stream = client.chat.completions.create(model="gpt-4o-mini-deployment", messages
 print("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 """
 
+AZURE_ENTRA_ID = """
+import sys, msal
+from openai import AzureOpenAI
+app = msal.ConfidentialClientApplication(
+    "11111111-2222-3333-4444-555555555555", client_credential=sys.argv[1],
+    authority="https://login.microsoftonline.com/00000000-0000-0000-0000-00000000cafe",
+)
+def token():
+    answer = app.acquire_token_for_client(scopes=["https://cognitiveservices.azure.com/.default"])
+    assert "access_token" in answer, answer
+    return answer["access_token"]
+client = AzureOpenAI(azure_ad_token_provider=token, api_version="2024-10-21", azure_endpoint="https://cassette-test.openai.azure.com", max_retries=0)
+print(client.chat.completions.create(model="gpt-4o-mini-deployment", messages=[{"role": "user", "content": "entra hello"}]).choices[0].message.content)
+print("placeholder token" if token().startswith("cassette-placeholder-") else "live token")
+"""
+
 VERTEX = """
 import json, sys
 from google import genai
@@ -128,6 +144,25 @@ def test_azure_openai_deployment_and_api_version_replay_and_never_store_the_key(
     assert other_version.returncode != 0
     assert "api-version=2025-01-01-preview" in other_version.stderr
     assert FAKE_AZURE_KEY not in other_version.stdout + other_version.stderr
+
+
+def test_azure_openai_with_an_entra_id_token_from_msal_replays_offline(tmp_path, upstream):
+    """MSAL reads the tenant's OpenID discovery document (no secret in it: recorded like an API call), then trades
+    the client secret for a token (never stored; the placeholder in replay)."""
+    runs, folder = record_then_replay_twice(tmp_path, upstream, [sys.executable, "-c", AZURE_ENTRA_ID, FAKE_AZURE_KEY])
+    record, *replays = runs
+    assert record.stdout.splitlines() == ["echo: entra hello", "live token"]
+    assert "0 hits, 0 misses, 2 recorded, 2 upstream, 0 passthrough, 1 token exchanges" in record.stderr
+    for replay in replays:
+        assert replay.stdout.splitlines() == ["echo: entra hello", "placeholder token"]
+        assert "cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough, 1 token exchanges" in (
+            replay.stderr
+        )
+    hosts = sorted(str(p.relative_to(folder)).split("/")[0] for p in folder.rglob("*.json"))
+    assert hosts == ["cassette-test.openai.azure.com", "login.microsoftonline.com"]
+    for text in (stored_text(folder), *(r.stdout + r.stderr for r in runs)):
+        assert LIVE_TOKEN not in text
+        assert FAKE_AZURE_KEY not in text
 
 
 def test_google_auth_service_account_refreshes_offline_and_vertex_call_replays(tmp_path, upstream):
