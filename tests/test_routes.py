@@ -181,3 +181,50 @@ def test_report_counts_each_route_so_a_bypassed_reverse_route_shows(tmp_path, ht
     assert run.stdout.split() == ["200", "200"]
     assert "cassette: routes: forward 1, openai 1, anthropic 0" in run.stderr
     assert json.loads(report.read_text())["routes"] == {"forward": 1, "openai": 1, "anthropic": 0}
+
+
+class FakeMode:
+    def __init__(self, type_name: str, data: str = "", scheme: str = "https") -> None:
+        self.type_name, self.data, self.scheme = type_name, data, scheme
+
+
+class FakeRequest:
+    def __init__(self, scheme: str, host: str, port: int) -> None:
+        self.scheme, self.host, self.port = scheme, host, port
+
+
+class FakeFlow:
+    """The three attributes RouteTable reads: the listener's mode and address, and the request's target."""
+
+    def __init__(self, mode: FakeMode, listener_port: int, request: FakeRequest) -> None:
+        self.client_conn = type("Client", (), {"proxy_mode": mode, "sockname": ("127.0.0.1", listener_port)})()
+        self.request = request
+
+
+OLLAMA = routes.ReverseListener(port=8181, scheme="http", host="localhost", upstream_port=11434, name="ollama")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "LOCALHOST"])
+def test_a_forward_request_for_our_own_listener_goes_to_its_upstream(host):
+    request = FakeRequest("http", host, 8181)
+    flow = FakeFlow(FakeMode("regular"), 8080, request)
+    assert routes.RouteTable([OLLAMA]).route(flow) == "ollama"
+    assert (request.scheme, request.host, request.port) == ("http", "localhost", 11434)
+
+
+@pytest.mark.parametrize(("host", "port"), [("127.0.0.1", 9999), ("api.openai.com", 8181), ("10.0.0.8", 8181)])
+def test_other_forward_requests_are_left_alone(host, port):
+    request = FakeRequest("https", host, port)
+    assert routes.RouteTable([OLLAMA]).route(FakeFlow(FakeMode("regular"), 8080, request)) == "forward"
+    assert (request.scheme, request.host, request.port) == ("https", host, port)
+
+
+def test_reverse_requests_are_named_by_listener_port_else_by_upstream():
+    table = routes.RouteTable([OLLAMA])
+    named = FakeFlow(
+        FakeMode("reverse", "http://localhost:11434", "http"), 8181, FakeRequest("http", "localhost", 11434)
+    )
+    unnamed = FakeFlow(FakeMode("reverse", "api.openai.com"), 9000, FakeRequest("https", "api.openai.com", 443))
+    assert table.route(named) == "ollama"
+    assert table.route(unnamed) == "reverse:https://api.openai.com"
+    assert table.names() == ["forward", "ollama"]
