@@ -51,12 +51,14 @@ _MICROSOFT_HOSTS = re.compile(r"login\.(microsoftonline\.(com|us|de)|chinaclouda
 class TokenEndpoints:
     """Which requests are token exchanges: POST to one of the `host/path` globs."""
 
+    hosts: re.Pattern[str]
+    """The globs' hosts alone: asked on every request, so most of them fail fast on the host."""
     pattern: re.Pattern[str]
 
     def matches(self, method: str, host: str, path: str) -> bool:
-        if method != "POST":
+        if method != "POST" or self.hosts.match(host := host.lower()) is None:
             return False
-        return self.pattern.match(f"{host.lower()}{path.split('?', 1)[0]}") is not None
+        return self.pattern.match(f"{host}{path.partition('?')[0]}") is not None
 
 
 def parse_endpoints(extra: Sequence[str]) -> TokenEndpoints:
@@ -74,7 +76,11 @@ def parse_endpoints(extra: Sequence[str]) -> TokenEndpoints:
                 "e.g. sts.example.com/oauth2/token or login.example.com/*/token"
             )
         globs.append(f"{host.lower()}/{path}")
-    return TokenEndpoints(re.compile("|".join(fnmatch.translate(glob) for glob in globs)))
+    hosts = {glob.partition("/")[0] for glob in globs}
+    return TokenEndpoints(
+        re.compile("|".join(fnmatch.translate(host) for host in sorted(hosts))),
+        re.compile("|".join(fnmatch.translate(glob) for glob in globs)),
+    )
 
 
 def placeholder(host: str, path: str, body: bytes, content_type: str, now: float | None = None) -> tuple[dict, bytes]:
