@@ -90,9 +90,10 @@ class Cassette:
         self.writing = threading.Condition()
         self.writes_in_flight = 0
         self.upstream = UpstreamGuard(self.report)
-        self.routes = routes.RouteTable()
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
+        self.routes = routes.RouteTable()
+        """The reverse listeners, known once the servers run (running())."""
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -172,7 +173,6 @@ class Cassette:
             "recorded time before each event; a number is a speed factor (2 = twice as fast, 0.5 = half as fast). "
             "Defaults to $CASSETTE_REPLAY_TIMING, else none.",
         )
-
         loader.add_option(
             "cassette_token_endpoints",
             Sequence[str],
