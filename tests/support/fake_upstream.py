@@ -21,7 +21,11 @@ then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
 `data:` pairs), Ollama `/api/chat` (NDJSON, `application/x-ndjson`). Amazon Bedrock's runtime
 paths (`/model/<id>/converse`, `/invoke`, `/converse-stream`,
 `/invoke-with-response-stream`) answer like Bedrock, streams as AWS
-event-stream frames with valid CRCs (`application/vnd.amazon.eventstream`). Stream
+event-stream frames with valid CRCs (`application/vnd.amazon.eventstream`).
+Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON, `…:streamGenerateContent?alt=sse`
+a `data:` line per word, as google-genai reads them. An OAuth token endpoint (a path ending in
+`/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log;
+`GET /<tenant>/v2.0/.well-known/openid-configuration` the discovery document MSAL reads first. Stream
 headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
 lines with CRLF, `x-fake-break-after: 3` drops the connection after 3 events
 (no end of message), `x-fake-hold-open: 2` keeps the connection open that long
@@ -52,7 +56,13 @@ class State:
     log: list[dict] = []  # noqa: RUF012 - one process, one state
 
 
+LIVE_TOKEN = "ya29.fake-LIVE-access-token-DO-NOT-STORE-0123456789"
+
+
 def last_user_text(body: dict) -> str:
+    for content in reversed(body.get("contents") or []):  # Gemini: contents[].parts[].text
+        if isinstance(content, dict) and content.get("role", "user") == "user":
+            return " ".join(part.get("text", "") for part in content.get("parts", []) if isinstance(part, dict))
     messages = body.get("messages") or []
     for message in reversed(messages):
         if message.get("role") == "user":
@@ -107,6 +117,44 @@ def embeddings(body: dict) -> dict:
         ],
         "model": body.get("model", "embed-fake"),
         "usage": {"prompt_tokens": 1, "total_tokens": 1},
+    }
+
+
+def gemini_response(text: str, finish: bool = True) -> dict:
+    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    if finish:
+        candidate["finishReason"] = "STOP"
+    n = len(text.split())
+    return {
+        "candidates": [candidate],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": n, "totalTokenCount": 5 + n},
+        "modelVersion": "gemini-fake",
+        "responseId": "fake-response",
+    }
+
+
+def gemini_stream(text: str) -> list[str]:
+    pieces = words(text)
+    return [
+        f"data: {json.dumps(gemini_response(piece, finish=i == len(pieces) - 1))}\r\n\r\n"
+        for i, piece in enumerate(pieces)
+    ]
+
+
+def token_answer(path: str) -> dict:
+    answer = {"access_token": LIVE_TOKEN, "expires_in": 3599, "token_type": "Bearer"}
+    return {**answer, "ext_expires_in": 3599} if "/oauth2/v2.0/" in path else answer
+
+
+def openid_configuration(path: str) -> dict:
+    tenant = path.strip("/").split("/")[0]
+    authority = f"https://login.microsoftonline.com/{tenant}"
+    return {
+        "token_endpoint": f"{authority}/oauth2/v2.0/token",
+        "authorization_endpoint": f"{authority}/oauth2/v2.0/authorize",
+        "device_authorization_endpoint": f"{authority}/oauth2/v2.0/devicecode",
+        "issuer": f"{authority}/v2.0",
+        "token_endpoint_auth_methods_supported": ["client_secret_post", "private_key_jwt", "client_secret_basic"],
     }
 
 
@@ -361,6 +409,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(responses_stream(body, text), "text/event-stream", count)
         elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/messages"):
             self.send_stream(anthropic_stream(body, text, error), "text/event-stream", count)
+        elif path.endswith(":streamGenerateContent"):
+            self.send_stream(gemini_stream(text), "text/event-stream", count)
+        elif path.endswith(":generateContent"):
+            self.send_json(200, gemini_response(text), count)
+        elif path.endswith("/.well-known/openid-configuration"):
+            self.send_json(200, openid_configuration(path), count)
+        elif path.endswith("/token") and self.command == "POST":
+            self.send_json(200, token_answer(path), count)
         elif path == "/api/chat" and isinstance(body, dict) and body.get("stream", True):
             self.send_stream(ollama_stream(body, text, error), "application/x-ndjson", count)
         elif path.endswith("/chat/completions"):

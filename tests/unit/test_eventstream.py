@@ -12,8 +12,8 @@ from botocore.eventstream import EventStreamBuffer
 from cassette_proxy.core import eventstream, redact
 from cassette_proxy.core.cassette_file import CassetteError, decode_body, events_fields, load
 from cassette_proxy.core.events import EVENTSTREAM, split_events, stream_kind
-from cassette_proxy.proxy.stream_recorder import StreamRecorder
 from cassette_proxy.core.key import RequestFacts, canonical_path, request_key
+from cassette_proxy.proxy.stream_recorder import StreamRecorder
 
 HEADERS = {":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event"}
 

@@ -31,6 +31,8 @@ DEFAULT_HOSTS = (
     "api.openai.com",
     "api.anthropic.com",
     "generativelanguage.googleapis.com",
+    "aiplatform.googleapis.com",  # Vertex AI: global endpoint
+    "*-aiplatform.googleapis.com",  # Vertex AI: regional endpoints (us-central1-aiplatform.googleapis.com)
     "*.openai.azure.com",
     "api.mistral.ai",
     "api.groq.com",
@@ -44,6 +46,11 @@ DEFAULT_HOSTS = (
     "api.cohere.ai",
     "bedrock-runtime.*.amazonaws.com",
     "bedrock-agent-runtime.*.amazonaws.com",
+    # Token exchanges (see token_exchange.py): never stored, answered with a placeholder in replay. In scope so
+    # that NO_PROXY cannot send them around the proxy, and so that the rest of an identity provider's traffic
+    # (MSAL's OpenID discovery documents, no secret in them) records and replays like any API call.
+    "oauth2.googleapis.com",
+    "login.microsoftonline.com",
 )
 """Hosts under cassette control by default; the addon's scope and the launcher's NO_PROXY wiring share it."""
 

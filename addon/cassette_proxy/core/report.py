@@ -29,6 +29,8 @@ class Report:
     overwritten: int = 0
     upstream: int = 0
     passthrough: int = 0
+    token_exchanges: int = 0
+    """Requests to an OAuth token endpoint: answered with a placeholder in replay, passed through otherwise, never stored."""
     passthrough_hosts: Counter = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[dict] = field(default_factory=list)
@@ -36,6 +38,8 @@ class Report:
     errors: list[dict] = field(default_factory=list)
     cassettes_used: set[str] = field(default_factory=set)
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
+    routes: dict[str, int] = field(default_factory=dict)
+    """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
 
     def passed_through(self, host: str) -> None:
         self.passthrough += 1
@@ -49,6 +53,7 @@ class Report:
             "overwritten": self.overwritten,
             "upstream": self.upstream,
             "passthrough": self.passthrough,
+            "token_exchanges": self.token_exchanges,
             "offline": len(self.offline),
             "errors": len(self.errors),
         }
@@ -88,13 +93,15 @@ class Report:
         """One report for several proxies (xdist workers): counts added up, misses and errors listed together."""
         total = cls(mode=reports[0].mode)
         for report in reports:
-            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough"):
+            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges"):
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.passthrough_hosts.update(report.passthrough_hosts)
             total.misses += report.misses
             total.offline += report.offline
             total.errors += report.errors
             total.cassettes_used |= report.cassettes_used
+            for route, n in report.routes.items():
+                total.routes[route] = total.routes.get(route, 0) + n
         return total
 
     def summary(self) -> str:
@@ -104,10 +111,12 @@ class Report:
             f"cassette: {self.mode}: {counts['hits']} hits, {counts['misses']} misses, {counts['recorded']} recorded, "
             f"{counts['upstream']} upstream, {counts['passthrough']} passthrough"
         )
-        for name in ("offline", "errors"):
+        for name, words in (("token_exchanges", "token exchanges"), ("offline", "offline"), ("errors", "errors")):
             if counts[name]:
-                line += f", {counts[name]} {name}"
+                line += f", {counts[name]} {words}"
         lines = [line]
+        if len(self.routes) > 1:  # with a reverse route: shows a route its clients silently bypassed (`openai 0`)
+            lines.append("cassette: routes: " + ", ".join(f"{name} {n}" for name, n in self.routes.items()))
         if self.passthrough_hosts:
             hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
             lines.append(f"cassette: passed through to {hosts}")

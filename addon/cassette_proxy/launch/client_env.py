@@ -44,16 +44,20 @@ def client_environment(
     notice_file: Path,
     base_urls: Mapping[str, str],
     java_truststore: Path | None = None,
+    direct: Sequence[str] = (),
 ) -> dict[str, str]:
     """`environ` plus what every common runtime needs to go through the proxy and trust it.
 
     JVMs get the proxy through JAVA_TOOL_OPTIONS (appended to the user's own), and
     `java_truststore` (PKCS12, see java_truststore.py) as their trust store when given.
+    `direct`: `host:port` entries always kept in NO_PROXY (the proxy's own reverse listeners), even when
+    their host is under cassette control.
     """
     env = dict(environ)
     env.update(dict.fromkeys(PROXY_VARIABLES, proxy_url))
     existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
-    env["NO_PROXY"] = env["no_proxy"] = no_proxy_value(existing, controlled_hosts)
+    no_proxy = no_proxy_value(existing, controlled_hosts)
+    env["NO_PROXY"] = env["no_proxy"] = ",".join([no_proxy, *direct]) if no_proxy else ",".join(direct)
     env.update(dict.fromkeys(CA_VARIABLES, str(ca_bundle)))
     env["NODE_USE_ENV_PROXY"] = "1"
     preload = _node_require(NODE_PRELOAD)

@@ -65,12 +65,15 @@ class Reverse:
     origin: str
     base_path: str
     env_name: str
+    port: int | None = None
+    """A fixed listener port (`NAME=URL@PORT`), for apps that record their base URL; None: a free port per run."""
 
 
 def parse_reverse(spec: str) -> Reverse:
-    """`openai=https://api.openai.com` → a Reverse; a path in the URL becomes the base URL's path."""
+    """`openai=https://api.openai.com[@PORT]` → a Reverse; a path in the URL becomes the base URL's path."""
     name, sep, url = spec.partition("=")
-    parts = urlsplit(url.strip())
+    url, at, port = url.strip().rpartition("@") if re.search(r"@\d*$", url.strip()) else (url.strip(), "", "")
+    parts = urlsplit(url)
     name = name.strip().lower()
     if (
         not sep
@@ -78,9 +81,18 @@ def parse_reverse(spec: str) -> Reverse:
         or parts.scheme not in ("http", "https")
         or not parts.hostname
     ):
-        raise LauncherError(f"--reverse {spec!r}: expected NAME=URL, e.g. openai=https://api.openai.com")
+        raise LauncherError(
+            f"--reverse {spec!r}: expected NAME=URL or NAME=URL@PORT, e.g. openai=https://api.openai.com "
+            "or ollama=http://localhost:11434@8181"
+        )
+    if at and not (port.isdigit() and 0 < int(port) < 65536):
+        raise LauncherError(
+            f"--reverse {spec!r}: {port!r} after @ is not a port; give the listener's port as 1-65535, "
+            "e.g. ollama=http://localhost:11434@8181, or leave @PORT out for a free port"
+        )
     env_name, default_path = KNOWN_REVERSE.get(name, (f"{name.upper()}_BASE_URL", ""))
-    return Reverse(name, f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or default_path, env_name)
+    base_path = parts.path.rstrip("/") or default_path
+    return Reverse(name, f"{parts.scheme}://{parts.netloc}", base_path, env_name, int(port) if at else None)
 
 
 def resolve_mode(given: str | None, environ: Mapping[str, str]) -> str:
@@ -151,9 +163,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
     )  # fmt: skip
     parser.add_argument(
-        "--reverse", action="append", default=[], metavar="NAME=URL",
-        help="Also listen in reverse mode for URL and set NAME_BASE_URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL): "
-        "clients then need no proxy variables and no CA. Repeatable.",
+        "--reverse", action="append", default=[], metavar="NAME=URL[@PORT]",
+        help="Also listen in reverse mode for URL (on PORT if given, else a free port) and set NAME_BASE_URL "
+        "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL): clients then need no proxy variables and no CA. Repeatable.",
     )  # fmt: skip
     parser.add_argument("--report", help="Also keep the JSON run report at this path.")
     parser.add_argument(
@@ -189,17 +201,24 @@ class RunningProxy:
     """A started mitmdump: its addresses, the client environment for it, and how to stop it."""
 
     def __init__(
-        self, settings: Settings, private: Path, process: subprocess.Popen, ready: dict, environ: Mapping[str, str]
+        self,
+        settings: Settings,
+        private: Path,
+        process: subprocess.Popen,
+        ready: dict,
+        environ: Mapping[str, str],
+        reverse_ports: Sequence[int] = (),
     ):
         self.settings = settings
         self.private = private
         self.process = process
         regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
         self.url = f"http://127.0.0.1:{regular[0]['port']}"
-        self.base_urls = {}
-        for reverse in settings.reverse:
-            port = next(e["port"] for e in ready["listen"] if e["mode"].startswith(f"reverse:{reverse.origin}"))
-            self.base_urls[reverse.name] = f"http://127.0.0.1:{port}{reverse.base_path}"
+        self.reverse_ports = dict(zip((r.name for r in settings.reverse), reverse_ports, strict=True))
+        self.base_urls = {
+            reverse.name: f"http://127.0.0.1:{self.reverse_ports[reverse.name]}{reverse.base_path}"
+            for reverse in settings.reverse
+        }
         self.ca_bundle = write_ca_bundle(
             private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
         )
@@ -228,6 +247,8 @@ class RunningProxy:
             notice_file=self.private / "node-notice",
             base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
             java_truststore=self.java_truststore,
+            # Clients that read host:port entries go straight to the listeners; the addon undoes the detour of the others.
+            direct=[f"127.0.0.1:{port}" for port in self.reverse_ports.values()],
         )
 
     def exports(self, environ: Mapping[str, str]) -> str:
@@ -261,6 +282,8 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
         for reverse, port in zip(settings.reverse, reverse_ports, strict=True):
             args += ["--mode", f"reverse:{reverse.origin}@{port}"]
     args += ["-s", str(ADDON)]
+    for reverse, port in zip(settings.reverse, reverse_ports, strict=True):
+        args += ["--set", f"cassette_routes={reverse.name}={port}"]
     options = {
         # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
         "flow_detail": 0,
@@ -281,16 +304,19 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
 
     The forward listener binds port 0, so it never collides. mitmproxy cannot
     give two listeners port 0 on one host, so each reverse listener gets a port
-    picked just before the start; when another process takes it in between,
-    mitmdump exits with "address already in use" and we retry with new ports.
+    picked just before the start (unless `NAME=URL@PORT` fixed it); when another
+    process takes it in between, mitmdump exits with "address already in use"
+    and we retry with new ports.
     """
     environ = os.environ if environ is None else environ
     private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
     (private / "confdir").mkdir(mode=0o700)
     process = None
     try:
+        _check_fixed_ports(settings.reverse)
         for _ in range(PORT_ATTEMPTS):
-            args = command(settings, private, [free_port() for _ in settings.reverse])
+            reverse_ports = [reverse.port or free_port() for reverse in settings.reverse]
+            args = command(settings, private, reverse_ports)
             log = private / "mitmdump.log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
@@ -306,13 +332,35 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
             )
         if ready["mode"] != settings.mode:
             raise LauncherError(f"mitmdump runs in mode {ready['mode']!r}, not the {settings.mode!r} asked for")
-        return RunningProxy(settings, private, process, ready, environ)
+        return RunningProxy(settings, private, process, ready, environ, reverse_ports)
     except BaseException:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
         shutil.rmtree(private, ignore_errors=True)
         raise
+
+
+def _check_fixed_ports(reverses: Sequence[Reverse]) -> None:
+    """A fixed port that is taken fails now, naming the route: retrying cannot help, unlike a random port."""
+    seen: dict[int, str] = {}
+    for reverse in reverses:
+        if reverse.port is None:
+            continue
+        if reverse.port in seen:
+            raise LauncherError(
+                f"--reverse {reverse.name} and --reverse {seen[reverse.port]} both ask for port {reverse.port}; "
+                "give each route its own port"
+            )
+        seen[reverse.port] = reverse.name
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", reverse.port))
+            except OSError as e:
+                raise LauncherError(
+                    f"--reverse {reverse.name}=…@{reverse.port}: port {reverse.port} on 127.0.0.1 is not free "
+                    f"({e.strerror or e}); stop what listens there, pick another port, or leave @PORT out"
+                ) from None
 
 
 def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict | None:

@@ -44,11 +44,13 @@ from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, identity, norm
 from ..core.location import relative_name
 from ..core.report import Report
 from ..core.scope import HostScope, is_loopback
+from ..core.token_exchange import parse_endpoints, placeholder
 from . import miss
 from .errors import error_response, json_response
 from .facts import request_facts
 from .record import Recorder, RecordTarget
 from .replay import Replayer
+from .routes import RouteTable, parse_route_names
 from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
@@ -68,6 +70,8 @@ class Cassette:
         self.replayer = Replayer()
         self.sequencer = Sequencer()
         self.seal = Seal()
+        self.routes = RouteTable()
+        """The reverse listeners, known once the servers run (running())."""
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
@@ -101,6 +105,19 @@ class Cassette:
             [],
             "Hosts outside cassette_hosts that a replay run may still reach (globs), e.g. an image CDN the suite "
             "downloads from; any other non-loopback host answers 403 cassette_offline in replay mode.",
+        )
+        loader.add_option(
+            "cassette_token_endpoints",
+            Sequence[str],
+            [],
+            "More OAuth token endpoints, as HOST/PATH globs (e.g. sts.example.com/oauth2/token), on top of Google's and "
+            "Microsoft's: never stored; in replay mode answered with a placeholder token.",
+        )
+        loader.add_option(
+            "cassette_routes",
+            Sequence[str],
+            [],
+            "Names of the reverse listeners, NAME=PORT (the launcher sets them): the report counts requests per route.",
         )
         loader.add_option(
             "cassette_allow_clients",
@@ -238,6 +255,16 @@ class Cassette:
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
                 raise exceptions.OptionsError(f"{name}: the folder of {value!r} does not exist")
+        if "cassette_token_endpoints" in updated:
+            try:
+                self.token_endpoints = parse_endpoints(opts.cassette_token_endpoints)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_token_endpoints: {e}") from None
+        if "cassette_routes" in updated:
+            try:
+                self.route_names = parse_route_names(opts.cassette_routes)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_routes: {e}") from None
         if "cassette_replay_timing" in updated:
             try:
                 self.replayer.speed = parse_replay_timing(opts.cassette_replay_timing)
@@ -252,6 +279,8 @@ class Cassette:
     def running(self) -> None:
         for stale in remove_stale_temp_files(self.root):
             log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
+        self.routes = RouteTable.of_servers(ctx.master.addons.get("proxyserver").servers, self.route_names)
+        self.report.routes = dict.fromkeys(self.routes.names(), 0)
         if not ctx.options.cassette_ready_file:
             return
         listen = []
@@ -286,8 +315,14 @@ class Cassette:
             self.own_error(flow, "request", e)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
+        route = self.routes.route(flow)  # first: a detour through the forward proxy is undone before keying
         mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
         state = new_state(flow)
+        with self.lock:
+            self.report.routes[route] = self.report.routes.get(route, 0) + 1
+        if mode != "off" and self.token_endpoints.matches(flow.request.method, flow.request.host, flow.request.path):
+            self._token_exchange(flow, state, mode)
+            return
         host = normal_host(flow.request.host)
         if mode == "off" or host not in self.hosts:
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
@@ -340,6 +375,17 @@ class Cassette:
         with self.lock:
             self.report.upstream += 1
         self.upstream.forward(flow)
+
+    def _token_exchange(self, flow: http.HTTPFlow, state: FlowState, mode: str) -> None:
+        """Never stored nor logged with its token; in replay answered here, so client libraries refresh offline."""
+        state.outcome = "token_exchange"
+        with self.lock:
+            self.report.token_exchanges += 1
+        if mode == "replay":
+            request = flow.request
+            body = request.get_content(strict=False) or b""
+            headers, answer = placeholder(request.host, request.path, body, request.headers.get("content-type", ""))
+            flow.response = http.Response.make(200, answer, headers)
 
     def own_error(self, flow: http.HTTPFlow, hook: str, error: Exception) -> None:
         """A bug of ours: the client gets a JSON 500 it will not retry, the report and the log say what broke."""

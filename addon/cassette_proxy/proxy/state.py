@@ -28,7 +28,7 @@ class FlowState:
     @property
     def answered_here(self) -> bool:
         """The addon made the response itself (whole), so the response hooks have nothing to do."""
-        return self.outcome in ("hit", "miss", "error", "offline") and not self.timed_replay
+        return self.outcome in ("hit", "miss", "error", "offline", "token_exchange") and not self.timed_replay
 
 
 def state_of(flow: http.HTTPFlow) -> FlowState | None:

@@ -1,0 +1,227 @@
+"""Routes: a local model server through `--reverse` replays across runs, listeners can have a fixed port,
+and the summary and report count requests per route (so a silently bypassed reverse route shows).
+
+The "local server" is the fake upstream on 127.0.0.1 answering Ollama's `/api/chat` (NDJSON) and
+OpenAI-compatible `/v1/chat/completions`, reached with no redirect addon: the way Ollama, vLLM or LM
+Studio are reached.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from cassette_command import cassette, redirect_args
+from cassette_proxy.core.report import Report
+from cassette_proxy.launch import client_env, launcher
+from cassette_proxy.proxy import routes
+from harness import FakeUpstream
+
+LOCAL_CLIENT = """
+import json, os, sys, httpx
+base = os.environ["OLLAMA_BASE_URL"]
+proxy = os.environ["HTTP_PROXY"]
+chat = {"model": "llama3.2", "messages": [{"role": "user", "content": "local hello"}], "stream": False}
+# 1. As most clients do: honour NO_PROXY (the launcher keeps 127.0.0.1:<listener port> in it).
+direct = httpx.post(base + "/v1/chat/completions", json=chat, timeout=30)
+# 2. A client that ignores NO_PROXY: sends the listener's URL through the forward proxy.
+with httpx.Client(proxy=proxy, trust_env=False, timeout=30) as forced:
+    detour = forced.post(base + "/v1/chat/completions", json={**chat, "messages": [{"role": "user", "content": "via proxy"}]})
+    # 3. Ollama's own NDJSON stream, also through the forward proxy.
+    with forced.stream("POST", base + "/api/chat", json={**chat, "stream": True, "messages": [{"role": "user", "content": "stream me"}]}) as r:
+        streamed = "".join(json.loads(line)["message"]["content"] for line in r.iter_lines() if line)
+print(direct.status_code, detour.status_code, r.status_code)
+print(direct.json()["choices"][0]["message"]["content"], "|", detour.json()["choices"][0]["message"]["content"], "|", streamed)
+print("no_proxy", os.environ["NO_PROXY"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "origin", "base_path", "port"),
+    [
+        ("ollama=http://localhost:11434", "http://localhost:11434", "", None),
+        ("ollama=http://localhost:11434@8181", "http://localhost:11434", "", 8181),
+        ("vllm=http://127.0.0.1:8000/v1@9000", "http://127.0.0.1:8000", "/v1", 9000),
+        ("openai=https://api.openai.com@7000", "https://api.openai.com", "/v1", 7000),
+    ],
+)
+def test_reverse_spec_takes_an_optional_fixed_port(spec, origin, base_path, port):
+    reverse = launcher.parse_reverse(spec)
+    assert (reverse.origin, reverse.base_path, reverse.port) == (origin, base_path, port)
+
+
+@pytest.mark.parametrize("spec", ["ollama=http://localhost:11434@", "ollama=http://localhost:11434@70000"])
+def test_a_bad_fixed_port_is_refused_with_an_example(spec):
+    with pytest.raises(launcher.LauncherError, match=r"is not a port; give the listener's port as 1-65535, e\.g\."):
+        launcher.parse_reverse(spec)
+
+
+def test_route_names_are_name_equals_port():
+    assert routes.parse_route_names(["ollama=8181", "openai=9000"]) == {8181: "ollama", 9000: "openai"}
+    with pytest.raises(ValueError, match="'ollama' is not NAME=PORT"):
+        routes.parse_route_names(["ollama"])
+
+
+def test_listener_ports_stay_in_no_proxy_even_when_loopback_is_under_control():
+    env = client_env.client_environment(
+        {"NO_PROXY": "internal.corp"},
+        proxy_url="http://127.0.0.1:1",
+        ca_bundle=Path("/nonexistent"),
+        controlled_hosts=["127.0.0.1", "api.openai.com"],
+        mode="replay",
+        notice_file=Path("/nonexistent"),
+        base_urls={},
+        direct=["127.0.0.1:8181"],
+    )
+    assert env["NO_PROXY"].split(",") == ["internal.corp", "localhost", "::1", "127.0.0.1:8181"]
+
+
+def test_summary_counts_requests_per_route_and_xdist_reports_add_up():
+    one = Report(mode="replay", hits=2, token_exchanges=1, routes={"forward": 2, "openai": 0})
+    text = one.summary()
+    assert "cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough, 1 token exchanges" in text
+    assert "cassette: routes: forward 2, openai 0" in text
+    other = Report(mode="replay", routes={"forward": 1, "openai": 3})
+    assert Report.merged([one, other]).routes == {"forward": 3, "openai": 3}
+    assert "routes" not in Report(mode="replay", hits=2, routes={"forward": 2}).summary()
+
+
+def cassette_files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.json"))
+
+
+def test_local_server_through_reverse_records_once_and_replays_offline_across_runs(tmp_path):
+    local = FakeUpstream(tmp_path / "local").start()  # plain HTTP on 127.0.0.1, like Ollama on :11434
+    route = f"ollama={local.url}"
+    folder = tmp_path / "cassettes"
+    command = ["--dir", str(folder), "--reverse", route, "--", sys.executable, "-c", LOCAL_CLIENT]
+    try:
+        recorded = cassette("run", "--mode", "record", "--strict", *command, cwd=tmp_path)
+        served = local.count
+    finally:
+        local.stop()
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert recorded.stdout.splitlines()[:2] == ["200 200 200", "echo: local hello | echo: via proxy | echo: stream me"]
+    assert "0 hits, 0 misses, 3 recorded" in recorded.stderr
+    assert "cassette: routes: forward 0, ollama 3" in recorded.stderr
+    assert served == 3  # the proxy never called itself
+    port = local.url.rsplit(":", 1)[1]
+    files = cassette_files(folder)
+    assert len(files) == 3
+    assert all(name.startswith(f"127.0.0.1_{port}/") for name in files), files  # keyed by the server, not the listener
+    for _ in range(2):  # the server is gone; new random listener ports each run
+        replayed = cassette("run", "--strict", *command, cwd=tmp_path)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert replayed.stdout.splitlines()[:2] == recorded.stdout.splitlines()[:2]
+        assert "cassette: replay: 3 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough" in replayed.stderr
+        assert "cassette: routes: forward 0, ollama 3" in replayed.stderr
+        listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
+        assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
+    assert cassette_files(folder) == files
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_fixed_listener_port_gives_a_stable_base_url(tmp_path):
+    port = free_port()
+    script = "import os; print(os.environ['OLLAMA_BASE_URL'])"
+    for _ in range(2):
+        result = cassette(
+            "run",
+            "--reverse",
+            f"ollama=http://localhost:11434@{port}",
+            "--",
+            sys.executable,
+            "-c",
+            script,
+            cwd=tmp_path,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == f"http://127.0.0.1:{port}"
+
+
+def test_a_taken_fixed_port_fails_at_once_naming_route_and_port(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cassette("run", "--reverse", f"ollama=http://localhost:11434@{port}", "--", "true", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"--reverse ollama=…@{port}: port {port} on 127.0.0.1 is not free" in result.stderr
+    assert "pick another port, or leave @PORT out" in result.stderr
+
+
+BOTH_ROUTES = """
+import os, httpx
+body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "which route"}]}
+base_url = os.environ.pop("OPENAI_BASE_URL")  # what a conftest does: the SDK's default host, the forward proxy
+print(httpx.post("https://api.openai.com/v1/chat/completions", json=body, timeout=30).status_code)
+print(httpx.post(base_url + "/chat/completions", json={**body, "n": 2}, timeout=30).status_code)
+"""
+
+
+def test_report_counts_each_route_so_a_bypassed_reverse_route_shows(tmp_path, https_upstream):
+    report = tmp_path / "report.json"
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)}
+    run = cassette(
+        "run", "--mode", "record", "--reverse", "openai=https://api.openai.com", "--reverse", "anthropic=https://api.anthropic.com",
+        "--report", str(report), "--", sys.executable, "-c", BOTH_ROUTES, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.split() == ["200", "200"]
+    assert "cassette: routes: forward 1, openai 1, anthropic 0" in run.stderr
+    assert json.loads(report.read_text())["routes"] == {"forward": 1, "openai": 1, "anthropic": 0}
+
+
+class FakeMode:
+    def __init__(self, type_name: str, data: str = "", scheme: str = "https") -> None:
+        self.type_name, self.data, self.scheme = type_name, data, scheme
+
+
+class FakeRequest:
+    def __init__(self, scheme: str, host: str, port: int) -> None:
+        self.scheme, self.host, self.port = scheme, host, port
+
+
+class FakeFlow:
+    """The three attributes RouteTable reads: the listener's mode and address, and the request's target."""
+
+    def __init__(self, mode: FakeMode, listener_port: int, request: FakeRequest) -> None:
+        self.client_conn = type("Client", (), {"proxy_mode": mode, "sockname": ("127.0.0.1", listener_port)})()
+        self.request = request
+
+
+OLLAMA = routes.ReverseListener(port=8181, scheme="http", host="localhost", upstream_port=11434, name="ollama")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "LOCALHOST"])
+def test_a_forward_request_for_our_own_listener_goes_to_its_upstream(host):
+    request = FakeRequest("http", host, 8181)
+    flow = FakeFlow(FakeMode("regular"), 8080, request)
+    assert routes.RouteTable([OLLAMA]).route(flow) == "ollama"
+    assert (request.scheme, request.host, request.port) == ("http", "localhost", 11434)
+
+
+@pytest.mark.parametrize(("host", "port"), [("127.0.0.1", 9999), ("api.openai.com", 8181), ("10.0.0.8", 8181)])
+def test_other_forward_requests_are_left_alone(host, port):
+    request = FakeRequest("https", host, port)
+    assert routes.RouteTable([OLLAMA]).route(FakeFlow(FakeMode("regular"), 8080, request)) == "forward"
+    assert (request.scheme, request.host, request.port) == ("https", host, port)
+
+
+def test_reverse_requests_are_named_by_listener_port_else_by_upstream():
+    table = routes.RouteTable([OLLAMA])
+    named = FakeFlow(
+        FakeMode("reverse", "http://localhost:11434", "http"), 8181, FakeRequest("http", "localhost", 11434)
+    )
+    unnamed = FakeFlow(FakeMode("reverse", "api.openai.com"), 9000, FakeRequest("https", "api.openai.com", 443))
+    assert table.route(named) == "ollama"
+    assert table.route(unnamed) == "reverse:https://api.openai.com"
+    assert table.names() == ["forward", "ollama"]
