@@ -34,8 +34,10 @@ if __name__ != "cassette_proxy.cassette" and "cassette_proxy" not in sys.modules
 
 from cassette_proxy import __version__, redact, store
 from cassette_proxy import miss as misses
-from cassette_proxy.key import KeyCache, RequestFacts, identity, parse_ignore_paths
+from cassette_proxy import recipe as recipes
+from cassette_proxy.key import KeyCache, RequestFacts
 from cassette_proxy.modes import MODES
+from cassette_proxy.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from cassette_proxy.report import Report
 from cassette_proxy.scope import DEFAULT_HOSTS
 from cassette_proxy.streaming import StreamRecorder, TimedReplayServer, TimedStream, parse_replay_timing, stream_kind
@@ -48,8 +50,6 @@ from mitmproxy.net.http import status_codes
 log = logging.getLogger("cassette")
 
 REPEATS = ("reuse", "sequence")
-
-DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
@@ -118,14 +118,28 @@ class Cassette:
             "cassette_ignore",
             Sequence[str],
             [],
-            "JSON body fields left out of the key, as dotted paths with `*` for every list item "
-            "(e.g. metadata.trace_id, messages.*.id). Empty: every field counts.",
+            "JSON body fields left out of the key, as dotted paths: a number for one list item, `*` for every "
+            "item or field (e.g. metadata.trace_id, messages.*.id, messages.0.name). Empty: every field counts.",
         )
         loader.add_option(
             "cassette_key_headers",
             Sequence[str],
-            list(DEFAULT_KEY_HEADERS),
+            list(recipes.DEFAULT_KEY_HEADERS),
             "Request headers that are part of the key because they change what the API does.",
+        )
+        loader.add_option(
+            "cassette_ignore_values",
+            Sequence[str],
+            [],
+            "Volatile values by shape: regular expressions (or presets: pydantic-ai) whose matches inside any JSON "
+            "string value are keyed as numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids.",
+        )
+        loader.add_option(
+            "cassette_record_statuses",
+            Sequence[str],
+            list(DEFAULT_RECORD_STATUSES),
+            "Upstream statuses saved as cassettes (numbers, or classes such as 2xx); others pass through unsaved. "
+            "The default keeps deterministic client errors, never 401/403/408/409/429/5xx.",
         )
         loader.add_option(
             "cassette_upstream_timeout",
@@ -191,11 +205,21 @@ class Cassette:
                     f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
                 )
             self.repeats = opts.cassette_repeats
-        if "cassette_ignore" in updated:
+        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values"}:
             try:
-                self.ignore = parse_ignore_paths(opts.cassette_ignore)
+                self.recipe = recipes.make_recipe(
+                    opts.cassette_ignore, opts.cassette_key_headers, opts.cassette_ignore_values
+                )
+            except recipes.RecipeError as e:
+                raise exceptions.OptionsError(str(e)) from None
+            self.key_headers, self.ignore = self.recipe.key_headers, self.recipe.paths
+            self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
+            self.keys = KeyCache(self.key_headers, self.ignore, self.recipe.patterns)
+        if "cassette_record_statuses" in updated:
+            try:
+                self.record_statuses = parse_record_statuses(opts.cassette_record_statuses)
             except ValueError as e:
-                raise exceptions.OptionsError(f"cassette_ignore: {e}") from None
+                raise exceptions.OptionsError(f"cassette_record_statuses: {e}") from None
         if "cassette_hosts" in updated:
             if not opts.cassette_hosts or any(not h.strip() for h in opts.cassette_hosts):
                 raise exceptions.OptionsError(
@@ -203,11 +227,6 @@ class Cassette:
                 )
             # One regular expression for every glob: the scope is checked on every request.
             self.hosts = re.compile("|".join(fnmatch.translate(h.strip().lower()) for h in opts.cassette_hosts))
-        if "cassette_key_headers" in updated:
-            self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
-            self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
-        if updated & {"cassette_ignore", "cassette_key_headers"}:
-            self.keys = KeyCache(self.key_headers, self.ignore)
         if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
             raise exceptions.OptionsError(
                 f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
@@ -295,17 +314,11 @@ class Cassette:
         if mode == "replay":
             await self._answer_miss(flow, key, Path(path), relative, facts)
             return
-        ident = identity(facts, self.key_headers, self.ignore)
         flow.metadata["cassette"] = Pending(
             key=key,
             path=Path(path),
             relative=relative,
-            request={
-                "method": ident["method"],
-                "url": ident["url"],
-                "headers": ident["headers"],
-                **store.body_fields(facts.body, facts.content_type),
-            },
+            request=recipes.stored_request(facts, self.key_headers),
             existed=os.path.exists(path),
         )
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
@@ -336,6 +349,8 @@ class Cassette:
             )
         flow.metadata["cassette_outcome"] = "hit"
         self.report.hits += 1
+        if is_client_error(recorded["status"]):
+            self.report.client_errors["hits"] += 1
         self.report.cassettes_used.add(relative)
 
     async def _route_to_timed_replay(self, flow: http.HTTPFlow, recorded: dict) -> None:
@@ -352,18 +367,17 @@ class Cassette:
         flow.metadata["cassette_timed_replay"] = True
 
     async def _answer_miss(self, flow: http.HTTPFlow, key: str, path: Path, relative: str, facts: RequestFacts) -> None:
-        ident = identity(facts, self.key_headers, self.ignore)
+        request = recipes.stored_request(facts, self.key_headers)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
-        body = redact.redacted(
-            store.body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
-        )
+        request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
-        nearest = await asyncio.to_thread(misses.closest, path.parent, self.root, ident["method"], body)
-        error = misses.miss_body(key, ident["method"], ident["url"], relative, ctx.options.cassette_mode, nearest)
+        nearest = await asyncio.to_thread(misses.closest, path.parent, self.root, request, self.recipe)
+        method, url = request["method"], request["url"]
+        error = misses.miss_body(key, method, url, relative, ctx.options.cassette_mode, nearest)
         flow.response = http.Response.make(409, json.dumps(error, ensure_ascii=False, indent=2), misses.ERROR_HEADERS)
         flow.metadata["cassette_outcome"] = "miss"
-        self.report.misses.append({"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative})
-        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
+        self.report.misses.append({"key": key, "method": method, "url": url, "cassette": relative})
+        log.warning(f"cassette miss: {method} {url} key={key} (would be {relative})")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
@@ -438,8 +452,11 @@ class Cassette:
     def _save(self, flow: http.HTTPFlow, pending: Pending, body: dict, count: bool = True) -> asyncio.Future | None:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
-        if not 200 <= status < 300:
-            log.warning(f"cassette not saved: upstream answered {status} for {pending.request['url']}")
+        if status not in self.record_statuses:
+            log.warning(
+                f"cassette not saved: upstream answered {status} for {pending.request['url']} "
+                "(not in cassette_record_statuses)"
+            )
             return None
         response = {
             "status": status,
@@ -451,6 +468,7 @@ class Cassette:
             pending.request,
             response,
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
+            self.recipe.to_json(),
         )
         with self.writing:
             self.writes_in_flight += 1
@@ -463,8 +481,12 @@ class Cassette:
         right after a client's last read (a test suite ending) cancels the
         hooks still awaiting: the report must still include the cassette.
         """
+        stored = redact.redact(cassette, self.redact_rules)
+        if stored["request"] != cassette["request"]:
+            # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
+            stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
         try:
-            store.write_atomic(pending.path, store.dumps(redact.redact(cassette, self.redact_rules)))
+            store.write_atomic(pending.path, store.dumps(stored))
         except OSError as e:
             reason = f"cassette not saved to {pending.path}: {e.strerror or e}"
             log.error(reason)
@@ -479,6 +501,8 @@ class Cassette:
                     self.report.overwritten += 1
                 elif count:
                     self.report.recorded += 1
+                if count and is_client_error(cassette["response"]["status"]):
+                    self.report.client_errors["recorded"] += 1
                 self.report.cassettes_used.add(pending.relative)
             log.info(f"cassette recorded: {pending.request['method']} {pending.request['url']} ({pending.relative})")
             return None

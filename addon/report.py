@@ -19,6 +19,9 @@ class Report:
     upstream: int = 0
     passthrough: int = 0
     errors: list[dict] = field(default_factory=list)
+    client_errors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "recorded": 0})
+    """Recorded 4xx answers (`cassette_record_statuses`) among `hits` and `recorded`: a suite's error-handling
+    tests, counted apart so a summary does not pass them off as successes."""
     cassettes_used: set[str] = field(default_factory=set)
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
 

@@ -14,6 +14,12 @@ def text(report: dict | None) -> str:
     )
     if counts["errors"]:
         line += f", {counts['errors']} errors"
+    client_errors = report.get("client_errors") or {}
+    if client_errors.get("hits") or client_errors.get("recorded"):
+        line += (
+            f" (recorded 4xx answers: {client_errors.get('hits', 0)} of the hits, "
+            f"{client_errors.get('recorded', 0)} of the recorded)"
+        )
     lines = [line]
     lines += [f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})" for m in report["misses"]]
     lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in report["errors"]]
@@ -42,4 +48,7 @@ def merged(reports: list[dict]) -> dict:
         "counts": {name: sum(r["counts"][name] for r in reports) for name in reports[0]["counts"]},
         "misses": [miss for r in reports for miss in r["misses"]],
         "errors": [error for r in reports for error in r["errors"]],
+        "client_errors": {
+            name: sum((r.get("client_errors") or {}).get(name, 0) for r in reports) for name in ("hits", "recorded")
+        },
     }
