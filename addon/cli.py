@@ -10,10 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import listing, prune, review, run, scan, serve, stale
+from . import listing, prune, rekey, review, run, scan, serve, stale
 from .launcher import LauncherError
 
-SUBCOMMANDS = (run, serve, scan, prune, stale, review, listing)
+SUBCOMMANDS = (run, serve, scan, prune, stale, review, listing, rekey)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
