@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, NamedTuple
@@ -34,8 +33,6 @@ KNOWN_SCALARS = frozenset(
 )  # fmt: skip
 """Top-level request fields that are a string, number or boolean in every LLM API: a path into one can never match."""
 
-_MAX_INTEGER_EXPONENT = 400
-"""`1e400` is an integer, but a 400-digit one; beyond this a number is keyed as the double it denotes (infinity)."""
 
 SECRET_QUERY_PARAMS = frozenset({"key", "api_key", "api-key", "apikey", "access_token", "token", "sig"})
 """Query parameters that carry credentials (Gemini's `?key=`, Azure SAS `sig`): never keyed, never stored."""
@@ -146,17 +143,15 @@ def _without(value: Any, path: Sequence[str]) -> Any:
 
 
 def canonical_number(text: str) -> int | float:
-    """A JSON number with a fraction or exponent, as the key sees it (`parse_float`).
+    """A JSON number written with a fraction or exponent, as the key sees it (`parse_float`).
 
     Clients write the same number differently (Python `1.0`, JavaScript `1`, `1e2`),
-    and an API reads them alike. A whole number, by exact decimal arithmetic, keys
-    as that integer (`1.0`, `1e2`, `100.00` → `100`); any other keys as the double
-    it denotes, which the encoder writes in its shortest round-trip form
-    (`0.50`, `5e-1` → `0.5`), so values that differ as doubles keep different keys.
+    and an API reads them alike. Such a number is the double it denotes; a whole
+    double keys as that integer (`1.0`, `1e2`, `100.00` → `100`), any other as the
+    double, which the encoder writes in its shortest round-trip form (`0.50`,
+    `5e-1` → `0.5`), so numbers that differ as doubles keep different keys.
+    Integers written as integers are keyed exactly, however large.
     """
-    exact = Decimal(text)
-    if exact == exact.to_integral_value() and exact.adjusted() < _MAX_INTEGER_EXPONENT:
-        return int(exact)
     value = float(text)
     return int(value) if value.is_integer() else value
 
@@ -167,7 +162,7 @@ def parse_json_for_key(body: bytes) -> tuple[bool, Any]:
         return False, None
     try:
         return True, json.loads(body, parse_float=canonical_number)
-    except (ValueError, RecursionError, ArithmeticError):
+    except (ValueError, RecursionError):
         return False, None
 
 
