@@ -20,8 +20,9 @@ from .volatile import ValuePattern, with_placeholders
 RECIPE_VERSION = 2
 """The key recipe documented in README.md ("The key"); stored with every cassette (`keyed_with.recipe`).
 
-2: numbers keyed by value, set-valued headers keyed as sets, value patterns. Keys of requests
-with neither a non-integer-looking number nor a set-valued header are the same as in recipe 1.
+2: numbers keyed by value, set-valued headers keyed as sets, value patterns. A request with no number
+written with a fraction or exponent, no anthropic-beta/openai-beta header and no value pattern match
+keeps its recipe-1 key.
 """
 
 SET_VALUED_HEADERS = frozenset({"anthropic-beta", "openai-beta"})
