@@ -134,8 +134,11 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe) -> dict | No
 def _same_body_elsewhere(root: Path, endpoint_dir: Path, current: dict, recipe: Recipe) -> dict | None:
     """The newest recording of another endpoint (method, host or path) with this very body and key headers."""
     read = 0
-    for folder, _, names in os.walk(root):
-        if Path(folder) == endpoint_dir or not any(n.endswith(".json") for n in names):
+    for folder, subfolders, names in os.walk(root):
+        # Never into this endpoint's own folder: it was just compared, and listing it again would double
+        # the cost of a miss on a large folder (its sub-endpoints are skipped with it).
+        subfolders[:] = sorted(d for d in subfolders if os.path.join(folder, d) != str(endpoint_dir))
+        if not any(n.endswith(".json") for n in names):
             continue
         for path in newest_cassettes(Path(folder), MAX_PER_OTHER_ENDPOINT):
             read += 1

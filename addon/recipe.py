@@ -10,6 +10,7 @@ key from the files alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,12 @@ def make_recipe(
     ignore: Iterable[str] = (), key_headers: Iterable[str] = DEFAULT_KEY_HEADERS, ignore_values: Iterable[str] = ()
 ) -> Recipe:
     """A Recipe from option values; RecipeError naming the option for a value that cannot work."""
+    return _recipe(tuple(ignore), tuple(key_headers), tuple(ignore_values))
+
+
+@functools.lru_cache(maxsize=64)
+def _recipe(ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values: tuple[str, ...]) -> Recipe:
+    """Cached: a miss reads the settings of up to hundreds of cassettes, nearly always the same few."""
     ignore = tuple(p.strip() for p in ignore)
     try:
         paths = parse_ignore_paths(ignore)
