@@ -109,12 +109,11 @@ def _entry(path: Path, relative: PurePosixPath, overrides: Overrides) -> Entry:
         )
     facts = facts_of(cassette["request"])
     key = key_of(identity(facts, target_recipe.key_headers, target_recipe.paths, target_recipe.patterns))
-    endpoint = store.relative_name(facts.scheme, facts.host, facts.port, facts.path, cassette["key"]).rsplit("/", 1)[0]
-    folder = relative.parent.as_posix()
+    first = store.relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
+    endpoint, folder = first.rsplit("/", 1)[0], relative.parent.as_posix()
     if folder != endpoint and not folder.endswith(f"/{endpoint}"):
         raise ValueError(f"is not in the folder its request URL names ({endpoint}/)")
     base = PurePosixPath(folder[: len(folder) - len(endpoint)])
-    first = store.relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
     target = base / store.repeat_path(first, int(match.group(2) or 1))
     updated = {
         **cassette,
