@@ -89,14 +89,23 @@ def _recipe(ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values
 
 
 def recipe_of(cassette: Mapping[str, Any]) -> Recipe | None:
-    """The settings a cassette was recorded with; None when it does not say (cassette_format 1)."""
+    """The settings a cassette was recorded with, as written (not parsed); None when it does not say (format 1).
+
+    Not parsed because cassettes arrive in pull requests: a miss only compares these settings with
+    the run's and never runs a cassette's regular expression. `cassette rekey` parses them with
+    `make_recipe` to key with them, on the user's own command.
+    """
     keyed_with = cassette.get("keyed_with")
     if not isinstance(keyed_with, dict):
         return None
     lists = {name: keyed_with.get(name, []) for name in ("ignore", "key_headers", "ignore_values")}
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
         raise ValueError("keyed_with must hold lists of strings (ignore, key_headers, ignore_values)")
-    return make_recipe(lists["ignore"], lists["key_headers"], lists["ignore_values"])
+    return Recipe(
+        tuple(p.strip() for p in lists["ignore"]),
+        tuple(dict.fromkeys(h.strip().lower() for h in lists["key_headers"] if h.strip())),
+        tuple(lists["ignore_values"]),
+    )
 
 
 def stored_request(facts: RequestFacts, key_headers: Iterable[str]) -> dict:

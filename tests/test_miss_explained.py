@@ -120,3 +120,25 @@ def test_equal_numbers_hit_across_spellings(https_upstream, start_proxy, client_
     message, _ = miss_of(lambda: chat([{"role": "user", "content": "n"}], temperature=0.5, max_tokens=100))
     assert "temperature: 1 → 0.5" in message
     assert proxy.stop()["counts"]["hits"] == 1
+
+
+def test_anthropic_beta_flags_in_any_order_or_spelling_hit(https_upstream, start_proxy, client_env):
+    """The SDK joins `betas` with commas; another client may order them differently or repeat the header."""
+
+    def ask(**headers) -> str:
+        client = anthropic.Anthropic(api_key=FAKE_ANTHROPIC_KEY, max_retries=0, default_headers=headers)
+        reply = client.messages.create(
+            model="claude-haiku-4-5", max_tokens=64, messages=[{"role": "user", "content": "beta"}]
+        )
+        return reply.content[0].text
+
+    client_env(start_proxy(https_upstream, cassette_mode="record"))
+    ask(**{"anthropic-beta": "files-api-2025-04-14,prompt-caching-2024-07-31"})
+    https_upstream.stop()
+    proxy = start_proxy(cassette_mode="replay")
+    client_env(proxy)
+    assert ask(**{"anthropic-beta": " prompt-caching-2024-07-31 , files-api-2025-04-14"}) == "echo: beta"
+    with pytest.raises(anthropic.ConflictError) as raised:
+        ask(**{"anthropic-beta": "files-api-2025-04-14"})
+    assert "header anthropic-beta:" in raised.value.message
+    assert proxy.stop()["counts"]["hits"] == 1
