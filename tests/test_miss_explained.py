@@ -137,7 +137,7 @@ def test_anthropic_beta_flags_in_any_order_or_spelling_hit(https_upstream, start
     https_upstream.stop()
     proxy = start_proxy(cassette_mode="replay")
     client_env(proxy)
-    assert ask(**{"anthropic-beta": " prompt-caching-2024-07-31 , files-api-2025-04-14"}) == "echo: beta"
+    assert ask(**{"anthropic-beta": "prompt-caching-2024-07-31 ,files-api-2025-04-14"}) == "echo: beta"
     with pytest.raises(anthropic.ConflictError) as raised:
         ask(**{"anthropic-beta": "files-api-2025-04-14"})
     assert "header anthropic-beta:" in raised.value.message
