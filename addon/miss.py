@@ -132,7 +132,7 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe) -> dict | No
 
 
 def _same_body_elsewhere(root: Path, endpoint_dir: Path, current: dict, recipe: Recipe) -> dict | None:
-    """The newest recording of another endpoint (method, host or path) with this very body and key headers."""
+    """The newest recording of another endpoint (method, host or path) with this very body, as keyed."""
     read = 0
     for folder, subfolders, names in os.walk(root):
         # Never into this endpoint's own folder: it was just compared, and listing it again would double
