@@ -37,6 +37,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Cassette folder; defaults to $CASSETTE_DIR, else the cassette_dir setting.",
     )
+    group.addoption(
+        "--cassette-ignore", action="append", default=[], metavar="PATH",
+        help="JSON body field left out of the key, on top of the cassette_ignore setting. Repeatable.",
+    )  # fmt: skip
+    group.addoption(
+        "--cassette-key-header", action="append", default=[], metavar="NAME",
+        help="Key header on top of the defaults and the cassette_key_headers setting. Repeatable.",
+    )  # fmt: skip
+    group.addoption(
+        "--cassette-ignore-value", action="append", default=[], metavar="REGEX",
+        help="Volatile value pattern or preset, on top of the cassette_ignore_values setting. Repeatable.",
+    )  # fmt: skip
+    parser.addini("cassette_ignore", "JSON body fields left out of the key (dotted paths), one a line.", "linelist")
+    parser.addini("cassette_key_headers", "Key headers on top of the defaults, one a line.", "linelist")
+    parser.addini(
+        "cassette_ignore_values", "Volatile value patterns (regular expressions or presets), one a line.", "linelist"
+    )
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
@@ -59,6 +76,9 @@ def _settings(config: pytest.Config) -> launcher.Settings:
         hosts=config.getini("cassette_hosts"),
         reverse=reverse,
         extra_args=launcher.extra_args_from(os.environ),
+        ignore=[*config.getini("cassette_ignore"), *config.getoption("cassette_ignore")],
+        key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
+        ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
     )
 
 

@@ -20,7 +20,10 @@ from typing import Any
 from . import eventstream
 from .key import parse_json_body
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2 adds `keyed_with` (the settings the key was computed under) and a multipart request's `content_type`."""
+READABLE_VERSIONS = (1, 2)
+"""A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over."""
 
 DROPPED_HEADERS = frozenset(
     {
@@ -108,10 +111,11 @@ def stored_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
     return kept
 
 
-def new_cassette(key: str, request: dict, response: dict, recorded_with: dict) -> dict:
+def new_cassette(key: str, request: dict, response: dict, recorded_with: dict, keyed_with: dict | None = None) -> dict:
     return {
         "cassette_format": FORMAT_VERSION,
         "key": key,
+        **({"keyed_with": keyed_with} if keyed_with is not None else {}),
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "recorded_with": recorded_with,
         "request": request,
@@ -215,8 +219,12 @@ def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE)
     if not isinstance(cassette, dict):
         raise CassetteError(path, "not a JSON object")
     version = cassette.get("cassette_format")
-    if version != FORMAT_VERSION:
-        raise CassetteError(path, f"cassette_format is {version!r}, this version reads {FORMAT_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise CassetteError(
+            path, f"cassette_format is {version!r}, this version reads {' and '.join(map(str, READABLE_VERSIONS))}"
+        )
+    if "keyed_with" in cassette and not isinstance(cassette["keyed_with"], dict):
+        raise CassetteError(path, "keyed_with must be an object")
     for field, kind in _REQUIRED.items():
         if not isinstance(cassette.get(field), kind):
             raise CassetteError(path, f"missing or invalid field {field!r}")

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 
-def _show(value: Any, limit: int = 80) -> str:
+def shown(value: Any, limit: int = 80) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -52,9 +52,9 @@ def differences(recorded: Any, current: Any) -> list[str]:
     out = []
     for where, old, new in changes(recorded, current):
         if new is ABSENT:
-            out.append(f"{where}: removed (was {_show(old)})")
+            out.append(f"{where}: removed (was {shown(old)})")
         elif old is ABSENT:
-            out.append(f"{where}: added {_show(new)}")
+            out.append(f"{where}: added {shown(new)}")
         else:
-            out.append(f"{where}: {_show(old)} → {_show(new)}")
+            out.append(f"{where}: {shown(old)} → {shown(new)}")
     return out

@@ -36,6 +36,7 @@ from .defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
 from .events import split_events, stream_kind
 from .key import DEFAULT_PORTS, RequestFacts, identity, key_of, parse_ignore_paths, public_url
 from .location import relative_name, repeat_path
+from .recipe import stored_request
 from .redact import Rule
 
 FORMATS = ("vcr", "har")
@@ -496,12 +497,7 @@ def convert(recorded: Recorded, settings: ImportSettings, origin: str) -> Conver
         return Unusable(recorded.source, f"{facts.method.upper()} {url}: {e}", invalid=True)
     ident = identity(facts, settings.key_headers, settings.ignore)
     key = key_of(ident)
-    request = {
-        "method": ident["method"],
-        "url": ident["url"],
-        "headers": ident["headers"],
-        **body_fields(facts.body, facts.content_type),
-    }
+    request = stored_request(facts, settings.key_headers)  # exactly as the proxy stores a recorded request
     response = {
         "status": recorded.status,
         "headers": stored_headers(list(recorded.response_headers)),

@@ -17,6 +17,25 @@ from email.policy import HTTP
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, quote_plus, urlencode
 
+from .volatile import ValuePattern, with_placeholders
+
+RECIPE_VERSION = 2
+"""The key recipe documented in README.md ("The key"); stored with every cassette (`keyed_with.recipe`).
+
+2: numbers keyed by value, set-valued headers keyed as sets, value patterns. A request with no number
+written with a fraction or exponent, no anthropic-beta/openai-beta header and no value pattern match
+keeps its recipe-1 key.
+"""
+
+SET_VALUED_HEADERS = frozenset({"anthropic-beta", "openai-beta"})
+"""Comma-separated headers the APIs read as a set of flags: order, spacing and repeats do not change a request."""
+
+KNOWN_SCALARS = frozenset(
+    {"model", "temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens", "stream", "n", "seed",
+     "presence_penalty", "frequency_penalty", "user"}
+)  # fmt: skip
+"""Top-level request fields that are a string, number or boolean in every LLM API: a path into one can never match."""
+
 SECRET_QUERY_PARAMS = frozenset(
     {
         # API keys and OAuth tokens (Gemini's `?key=`, Firebase's `?auth=`)
@@ -165,12 +184,33 @@ def public_url(facts: RequestFacts) -> str:
 
 
 def parse_ignore_paths(spec: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    """Turn `metadata.trace_id`, `messages.*.id` into tuples of path parts."""
+    """Turn `metadata.trace_id`, `messages.*.id`, `messages.0.name` into tuples of path parts.
+
+    A path that can never match anything is refused rather than silently ignoring nothing.
+    """
     paths = []
     for raw in spec:
         parts = tuple(raw.strip().split("."))
         if not raw.strip() or any(not p for p in parts):
-            raise ValueError(f"invalid ignore path {raw!r}: use dotted field names, `*` for every list item")
+            raise ValueError(
+                f"invalid ignore path {raw!r}: an empty segment; use dotted field names, "
+                "a number for one list item and `*` for every item (messages.0.name, messages.*.id)"
+            )
+        for part in parts:
+            if "[" in part or "]" in part:
+                raise ValueError(f"invalid ignore path {raw!r}: write list items as segments, e.g. messages.0.name")
+            if "*" in part and part != "*":
+                raise ValueError(f"invalid ignore path {raw!r}: `*` stands for a whole segment, not part of a name")
+            if part.startswith("-") and part[1:].isdigit():
+                raise ValueError(
+                    f"invalid ignore path {raw!r}: list indexes count from 0; negative ones are not supported"
+                )
+        if len(parts) > 1 and parts[0] in KNOWN_SCALARS:
+            raise ValueError(
+                f"invalid ignore path {raw!r}: `{parts[0]}` is never an object or list; ignore `{parts[0]}`"
+            )
+        if len(parts) > 3 and parts[0] == "messages" and parts[2] == "role":
+            raise ValueError(f"invalid ignore path {raw!r}: a message's `role` is always a string")
         paths.append(parts)
     return tuple(paths)
 
@@ -197,7 +237,43 @@ def _without(value: Any, path: Sequence[str]) -> Any:
         return out
     if isinstance(value, list) and head == "*":
         return [_without(item, rest) for item in value] if rest else []
+    if isinstance(value, list) and head.isdigit() and int(head) < len(value):
+        # An ignored item becomes null rather than leaving the list, so the indexes of the others,
+        # and of other ignore paths, stay what the user wrote.
+        index = int(head)
+        return [*value[:index], _without(value[index], rest) if rest else None, *value[index + 1 :]]
     return value
+
+
+def canonical_number(text: str) -> int | float:
+    """A JSON number written with a fraction or exponent, as the key sees it (`parse_float`).
+
+    Clients write the same number differently (Python `1.0`, JavaScript `1`, `1e2`),
+    and an API reads them alike. Such a number is the double it denotes; a whole
+    double keys as that integer (`1.0`, `1e2`, `100.00` → `100`), any other as the
+    double, which the encoder writes in its shortest round-trip form (`0.50`,
+    `5e-1` → `0.5`), so numbers that differ as doubles keep different keys.
+    Integers written as integers are keyed exactly, however large.
+    """
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def parse_json_for_key(body: bytes) -> tuple[bool, Any]:
+    """`parse_json_body` with numbers canonical (see `canonical_number`); never raises."""
+    if not body:
+        return False, None
+    try:
+        return True, json.loads(body, parse_float=canonical_number)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def header_key_value(name: str, value: str) -> str | list[str]:
+    """A key header's value as keyed: stripped; a set-valued one as its sorted, distinct, trimmed items."""
+    if name in SET_VALUED_HEADERS:
+        return sorted({item.strip() for item in value.split(",") if item.strip()})
+    return value.strip()
 
 
 def parse_json_body(body: bytes) -> tuple[bool, Any]:
@@ -210,7 +286,9 @@ def parse_json_body(body: bytes) -> tuple[bool, Any]:
         return False, None
 
 
-def canonical_body(body: bytes, content_type: str, ignore: Sequence[Sequence[str]] = ()) -> Any:
+def canonical_body(
+    body: bytes, content_type: str, ignore: Sequence[Sequence[str]] = (), values: Sequence[ValuePattern] = ()
+) -> Any:
     """The body as the key sees it: parsed JSON, multipart parts, or a digest of the bytes.
 
     JSON is recognised by parsing, not by content type, because SDKs and users
@@ -218,9 +296,9 @@ def canonical_body(body: bytes, content_type: str, ignore: Sequence[Sequence[str
     """
     if not body:
         return None
-    is_json, value = parse_json_body(body)
+    is_json, value = parse_json_for_key(body)
     if is_json:
-        return {"json": without_paths(value, ignore)}
+        return {"json": with_placeholders(without_paths(value, ignore), values)}
     if content_type.lower().startswith("multipart/"):
         parts = multipart_parts(body, content_type)
         if parts is not None:
@@ -257,14 +335,23 @@ def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | No
     return parts
 
 
-def identity(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Sequence[Sequence[str]] = ()) -> dict:
+def identity(
+    facts: RequestFacts,
+    key_headers: Iterable[str] = (),
+    ignore: Sequence[Sequence[str]] = (),
+    values: Sequence[ValuePattern] = (),
+) -> dict:
     """The JSON object whose hash is the key (documented in README.md)."""
     lowered = {name.lower(): value for name, value in facts.headers.items()}
     return {
         "method": facts.method.upper(),
         "url": public_url(facts),
-        "headers": {name: lowered[name].strip() for name in sorted(h.lower() for h in key_headers) if name in lowered},
-        "body": canonical_body(facts.body, facts.content_type, ignore),
+        "headers": {
+            name: header_key_value(name, lowered[name])
+            for name in sorted(h.lower() for h in key_headers)
+            if name in lowered
+        },
+        "body": canonical_body(facts.body, facts.content_type, ignore, values),
     }
 
 
@@ -277,8 +364,13 @@ def key_of(ident: dict) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def request_key(facts: RequestFacts, key_headers: Iterable[str] = (), ignore: Sequence[Sequence[str]] = ()) -> str:
-    return key_of(identity(facts, key_headers, ignore))
+def request_key(
+    facts: RequestFacts,
+    key_headers: Iterable[str] = (),
+    ignore: Sequence[Sequence[str]] = (),
+    values: Sequence[ValuePattern] = (),
+) -> str:
+    return key_of(identity(facts, key_headers, ignore, values))
 
 
 class KeyCache:
@@ -292,22 +384,28 @@ class KeyCache:
     """
 
     def __init__(
-        self, key_headers: Iterable[str], ignore: Sequence[Sequence[str]], size: int = 1024, max_body: int = 65536
+        self,
+        key_headers: Iterable[str],
+        ignore: Sequence[Sequence[str]],
+        values: Sequence[ValuePattern] = (),
+        size: int = 1024,
+        max_body: int = 65536,
     ) -> None:
         self.key_headers = tuple(key_headers)
         self.ignore = ignore
+        self.values = values
         self.size = size
         self.max_body = max_body
         self._keys: dict[tuple, str] = {}
 
     def key(self, facts: RequestFacts) -> str:
         if len(facts.body) > self.max_body:
-            return request_key(facts, self.key_headers, self.ignore)
+            return request_key(facts, self.key_headers, self.ignore, self.values)
         exact = (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(facts.query),
                  tuple(facts.headers.items()), facts.body, facts.content_type)  # fmt: skip
         key = self._keys.get(exact)
         if key is None:
-            key = request_key(facts, self.key_headers, self.ignore)
+            key = request_key(facts, self.key_headers, self.ignore, self.values)
             if len(self._keys) >= self.size:
                 del self._keys[next(iter(self._keys))]
             self._keys[exact] = key

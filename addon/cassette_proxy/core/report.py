@@ -36,6 +36,9 @@ class Report:
     offline: list[dict] = field(default_factory=list)
     """Replay-mode requests to hosts outside the scope, refused with 403 cassette_offline."""
     errors: list[dict] = field(default_factory=list)
+    client_errors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "recorded": 0})
+    """Recorded 4xx answers (`cassette_record_statuses`) among `hits` and `recorded`: a suite's error-handling
+    tests, counted apart so a summary does not pass them off as successes."""
     cassettes_used: set[str] = field(default_factory=set)
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
     routes: dict[str, int] = field(default_factory=dict)
@@ -100,6 +103,8 @@ class Report:
             total.offline += report.offline
             total.errors += report.errors
             total.cassettes_used |= report.cassettes_used
+            for name in ("hits", "recorded"):
+                total.client_errors[name] += report.client_errors.get(name, 0)
             for route, n in report.routes.items():
                 total.routes[route] = total.routes.get(route, 0) + n
         return total
@@ -114,6 +119,11 @@ class Report:
         for name, words in (("token_exchanges", "token exchanges"), ("offline", "offline"), ("errors", "errors")):
             if counts[name]:
                 line += f", {counts[name]} {words}"
+        if self.client_errors.get("hits") or self.client_errors.get("recorded"):
+            line += (
+                f" (recorded 4xx answers: {self.client_errors.get('hits', 0)} of the hits, "
+                f"{self.client_errors.get('recorded', 0)} of the recorded)"
+            )
         lines = [line]
         if len(self.routes) > 1:  # with a reverse route: shows a route its clients silently bypassed (`openai 0`)
             lines.append("cassette: routes: " + ", ".join(f"{name} {n}" for name, n in self.routes.items()))

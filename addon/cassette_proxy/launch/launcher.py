@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from ..core.defaults import (
     DEFAULT_DIR,
     DEFAULT_HOSTS,
+    DEFAULT_KEY_HEADERS,
     DEFAULT_MODE,
     MITMDUMP_ARGS_VAR,
     MITMDUMP_VAR,
@@ -143,6 +144,12 @@ class Settings:
     port: int = 0
     report: Path | None = None
     extra_args: Sequence[str] = field(default_factory=list)
+    ignore: Sequence[str] = ()
+    """`cassette_ignore` paths."""
+    key_headers: Sequence[str] = ()
+    """Key headers on top of the defaults (`cassette_key_headers`)."""
+    ignore_values: Sequence[str] = ()
+    """`cassette_ignore_values`: regular expressions or preset names."""
 
     def controlled_hosts(self) -> list[str]:
         """The --hosts given (or the defaults) plus every reverse target, which is there to be recorded."""
@@ -169,6 +176,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--report", help="Also keep the JSON run report at this path.")
     parser.add_argument(
+        "--ignore", action="append", default=[], metavar="PATH",
+        help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--key-header", action="append", default=[], metavar="NAME",
+        help=f"Request header that is part of the key, on top of {', '.join(DEFAULT_KEY_HEADERS)}. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ignore-value", action="append", default=[], metavar="REGEX",
+        help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
+        "values are keyed as numbered placeholders. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
         "--mitmdump",
         help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",
     )
@@ -190,6 +210,9 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         port=getattr(args, "port", 0),
         report=Path(args.report) if args.report else None,
         extra_args=[*extra_args_from(environ), *args.mitmdump_arg],
+        ignore=args.ignore,
+        key_headers=args.key_header,
+        ignore_values=args.ignore_value,
     )
 
 
@@ -296,7 +319,21 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
         args += ["--set", f"{name}={value}"]
     for host in settings.controlled_hosts() if settings.hosts or settings.reverse else ():
         args += ["--set", f"cassette_hosts={host}"]
+    args += key_options(settings)
     return args + list(settings.extra_args)
+
+
+def key_options(settings: Settings) -> list[str]:
+    """`--set` arguments for the key settings given; none given leaves the addon's defaults (and any extra args)."""
+    args = []
+    for path in settings.ignore:
+        args += ["--set", f"cassette_ignore={path}"]
+    if settings.key_headers:
+        for name in dict.fromkeys([*DEFAULT_KEY_HEADERS, *(h.strip().lower() for h in settings.key_headers)]):
+            args += ["--set", f"cassette_key_headers={name}"]
+    for pattern in settings.ignore_values:
+        args += ["--set", f"cassette_ignore_values={pattern}"]
+    return args
 
 
 def start(settings: Settings, environ: Mapping[str, str] | None = None) -> RunningProxy:

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from mitmproxy import ctx, exceptions, http
 
-from ..core import redact
+from ..core import miss, redact
 from ..core.atomic_write import remove_stale_temp_files, write_atomic
-from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, body_fields
+from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError
 from ..core.defaults import (
     DEFAULT_DIR,
     DEFAULT_HOSTS,
@@ -40,12 +40,13 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.events import stream_kind
-from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, identity, normal_host, parse_ignore_paths
+from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
+from ..core.recipe import RecipeError, make_recipe, stored_request
+from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
 from ..core.scope import HostScope, is_loopback
 from ..core.token_exchange import parse_endpoints, placeholder
-from . import miss
 from .errors import error_response, json_response
 from .facts import request_facts
 from .record import Recorder, RecordTarget
@@ -130,14 +131,28 @@ class Cassette:
             "cassette_ignore",
             Sequence[str],
             [],
-            "JSON body fields left out of the key, as dotted paths with `*` for every list item "
-            "(e.g. metadata.trace_id, messages.*.id). Empty: every field counts.",
+            "JSON body fields left out of the key, as dotted paths: a number for one list item, `*` for every "
+            "item or field (e.g. metadata.trace_id, messages.*.id, messages.0.name). Empty: every field counts.",
         )
         loader.add_option(
             "cassette_key_headers",
             Sequence[str],
             list(DEFAULT_KEY_HEADERS),
             "Request headers that are part of the key because they change what the API does.",
+        )
+        loader.add_option(
+            "cassette_ignore_values",
+            Sequence[str],
+            [],
+            "Volatile values by shape: regular expressions (or presets: pydantic-ai) whose matches inside any JSON "
+            "string value are keyed as numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids.",
+        )
+        loader.add_option(
+            "cassette_record_statuses",
+            Sequence[str],
+            list(DEFAULT_RECORD_STATUSES),
+            "Upstream statuses saved as cassettes (numbers, or classes such as 2xx); others pass through unsaved. "
+            "The default keeps deterministic client errors, never 401/403/408/409/429/5xx.",
         )
         loader.add_option(
             "cassette_upstream_timeout",
@@ -211,11 +226,6 @@ class Cassette:
                     f"cassette_repeats: {opts.cassette_repeats!r} is not a choice; use one of {', '.join(REPEATS)}"
                 )
             self.repeats = opts.cassette_repeats
-        if "cassette_ignore" in updated:
-            try:
-                self.ignore = parse_ignore_paths(opts.cassette_ignore)
-            except ValueError as e:
-                raise exceptions.OptionsError(f"cassette_ignore: {e}") from None
         for name in ("cassette_hosts", "cassette_allow_hosts"):
             hosts = getattr(opts, name)
             if name in updated and any(not h.strip() for h in hosts):
@@ -226,16 +236,25 @@ class Cassette:
             self.hosts = HostScope(opts.cassette_hosts)
         if "cassette_allow_hosts" in updated:
             self.allowed_hosts = HostScope(opts.cassette_allow_hosts)
-        if "cassette_key_headers" in updated:
-            self.key_headers = tuple(h.strip().lower() for h in opts.cassette_key_headers if h.strip())
-            if refused := sorted(UNKEYABLE_HEADERS.intersection(self.key_headers)):
+        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values"}:
+            try:
+                self.recipe = make_recipe(opts.cassette_ignore, opts.cassette_key_headers, opts.cassette_ignore_values)
+            except RecipeError as e:
+                raise exceptions.OptionsError(str(e)) from None
+            if refused := sorted(UNKEYABLE_HEADERS.intersection(self.recipe.key_headers)):
                 raise exceptions.OptionsError(
                     f"cassette_key_headers: {refused[0]!r} carries a credential or changes on every request "
                     "(AWS SigV4): as a key header it would be stored in every cassette and never match; remove it"
                 )
+            self.key_headers, self.ignore = self.recipe.key_headers, self.recipe.paths
             self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
-        if updated & {"cassette_ignore", "cassette_key_headers"}:
-            self.keys = KeyCache(self.key_headers, self.ignore)
+            self.keys = KeyCache(self.key_headers, self.ignore, self.recipe.patterns)
+            self.recorder.keyed_with = self.recipe.to_json()
+        if "cassette_record_statuses" in updated:
+            try:
+                self.recorder.statuses = parse_record_statuses(opts.cassette_record_statuses)
+            except ValueError as e:
+                raise exceptions.OptionsError(f"cassette_record_statuses: {e}") from None
         if "cassette_upstream_timeout" in updated and not opts.cassette_upstream_timeout > 0:
             raise exceptions.OptionsError(
                 f"cassette_upstream_timeout: {opts.cassette_upstream_timeout!r} must be a whole number of seconds above 0"
@@ -351,22 +370,18 @@ class Cassette:
                 state.outcome = "hit"
                 with self.lock:
                     self.report.hits += 1
+                    if is_client_error(replay.cassette["response"]["status"]):
+                        self.report.client_errors["hits"] += 1
                     self.report.cassettes_used.add(relative)
                 return
         if mode == "replay":
             await self._answer_miss(flow, state, key, Path(path), relative, facts)
             return
-        ident = identity(facts, self.key_headers, self.ignore)
         state.target = RecordTarget(
             key=key,
             path=Path(path),
             relative=relative,
-            request={
-                "method": ident["method"],
-                "url": ident["url"],
-                "headers": ident["headers"],
-                **body_fields(facts.body, facts.content_type),
-            },
+            request=stored_request(facts, self.key_headers),
             existed=os.path.exists(path),
         )
         state.outcome = "forwarded"
@@ -424,22 +439,20 @@ class Cassette:
     async def _answer_miss(
         self, flow: http.HTTPFlow, state: FlowState, key: str, path: Path, relative: str, facts: RequestFacts
     ) -> None:
-        ident = identity(facts, self.key_headers, self.ignore)
+        request = stored_request(facts, self.key_headers)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
-        body = redact.redacted(
-            body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
-        )
+        request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
-        nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, ident["method"], body)
-        url = redact.loggable_url(ident["url"])  # the report and the log are on disk: no secret in any URL
-        error = miss.miss_body(key, ident["method"], url, relative, self.mode, nearest)
+        nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, request, self.recipe)
+        method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
+        error = miss.miss_body(key, method, url, relative, self.mode, nearest)
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
+        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
+        entry = {"key": key, "method": method, "url": url, "cassette": relative, "closest": nearest}
         with self.lock:
-            self.report.misses.append(
-                {"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative}
-            )
-        log.warning(f"cassette miss: {ident['method']} {url} key={key} (would be {relative})")
+            self.report.misses.append({**entry, "body": request["body"]})
+        log.warning(f"cassette miss: {method} {url} key={key} (would be {relative})")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""

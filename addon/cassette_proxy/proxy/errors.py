@@ -8,14 +8,7 @@ from typing import Any
 
 from mitmproxy import http
 
-ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "false"}
-"""`x-should-retry: false` stops the OpenAI and Anthropic SDKs from retrying an error twice with backoff
-(a 409 miss would only miss again; a dead upstream would stay dead)."""
-
-
-def error_body(error_type: str, message: str, **details: Any) -> dict:
-    """An error in a shape every SDK surfaces: OpenAI reads `error.message`, Anthropic `type` + `error.type`."""
-    return {"type": "error", "error": {"type": error_type, "code": error_type, "message": message, **details}}
+from ..core.errors import ERROR_HEADERS, error_body
 
 
 def json_response(status: int, body: dict, indent: int | None = None) -> http.Response:

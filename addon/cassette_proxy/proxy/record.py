@@ -24,6 +24,7 @@ from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
+from ..core.record_statuses import is_client_error
 from ..core.report import Report
 from .stream_recorder import StreamRecorder
 
@@ -48,6 +49,10 @@ class Recorder:
         """Guards the report (worker threads and the event loop both count into it) and `in_flight`."""
         self.in_flight = 0
         self.redact_rules: tuple[redact.Rule, ...] = ()
+        self.statuses: frozenset[int] = frozenset()
+        """cassette_record_statuses: the upstream statuses saved as cassettes."""
+        self.keyed_with: dict = {}
+        """The key settings every cassette records it was keyed with (recipe.to_json())."""
 
     def count(self, **changes: int) -> None:
         with self.lock:
@@ -92,13 +97,14 @@ class Recorder:
     def save(self, flow: http.HTTPFlow, target: RecordTarget, body: dict, count: bool = True) -> asyncio.Future | None:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
-        if not 200 <= status < 300:
+        if status not in self.statuses:
             if count:
                 self.not_recorded(
                     target,
                     f"status {status}",
                     f"cassette not saved: upstream answered {status} for {target.request['method']} "
-                    f"{redact.loggable_url(target.request['url'])}; the next replay of this request will miss",
+                    f"{redact.loggable_url(target.request['url'])} (not in cassette_record_statuses); "
+                    "the next replay of this request will miss",
                     status,
                 )
             return None
@@ -108,6 +114,7 @@ class Recorder:
             target.request,
             response,
             {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
+            self.keyed_with,
         )
         with self.lock:
             self.in_flight += 1
@@ -120,8 +127,12 @@ class Recorder:
         right after a client's last read (a test suite ending) cancels the
         hooks still awaiting: the report must still include the cassette.
         """
+        stored = redact.redact(cassette, self.redact_rules)
+        if stored["request"] != cassette["request"]:
+            # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
+            stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
         try:
-            write_atomic(target.path, dumps(redact.redact(cassette, self.redact_rules)))
+            write_atomic(target.path, dumps(stored))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)
@@ -136,6 +147,8 @@ class Recorder:
                     self.report.overwritten += 1
                 elif count:
                     self.report.recorded += 1
+                if count and is_client_error(cassette["response"]["status"]):
+                    self.report.client_errors["recorded"] += 1
                 self.report.cassettes_used.add(target.relative)
             url = redact.loggable_url(target.request["url"])
             log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")

@@ -1,0 +1,194 @@
+"""What a miss tells the developer: which request had no cassette, and what changed since the closest recordings.
+
+A bare "no match" invites a blind re-record; a field-level diff against the
+nearest recorded requests shows the prompt edit that caused the miss.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from .cassette_file import CassetteError, load
+from .diff import differences, shown
+from .errors import error_body
+from .key import RECIPE_VERSION
+from .recipe import Recipe, recipe_of, stored_identity
+
+MAX_CANDIDATES = 200
+"""Cassettes of the same endpoint compared on a miss (newest first); bounds the miss path on large folders."""
+
+MAX_CLOSEST = 3
+MAX_DIFFERENCES = 8
+MAX_PER_OTHER_ENDPOINT = 20
+MAX_ELSEWHERE = 400
+"""Cassettes of other endpoints read on a miss at most, looking for the same request sent to another URL."""
+MESSAGE_DIFFERENCES = 3
+
+
+def newest_cassettes(folder: Path, count: int) -> list[Path]:
+    """The `count` most recently written cassettes of a folder, without building a Path for every file in it."""
+    try:
+        with os.scandir(folder) as entries:
+            stamped = [
+                (entry.stat().st_mtime_ns, entry.name)
+                for entry in entries
+                if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file()
+            ]
+    except OSError:
+        return []
+    return [folder / name for _, name in heapq.nlargest(count, stamped)]
+
+
+def closest(endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> list[dict]:
+    """The recordings nearest to this request, each with every cause of the miss it shows.
+
+    Both sides are compared as the key sees them under this run's settings
+    (ignored fields left out, value patterns and numbers canonical), so what is
+    listed is what made the key differ. When no recording of this endpoint has
+    the same body, the nearest is looked for among other endpoints: a changed
+    base URL or path is then the cause.
+    """
+    try:
+        current = stored_identity(request, recipe)
+    except ValueError:
+        return []
+    ranked = []
+    for path in newest_cassettes(endpoint_dir, MAX_CANDIDATES):
+        compared = _compare(path, root, current, recipe)
+        if compared is not None:
+            ranked.append(compared)
+    ranked.sort(key=lambda entry: (len(entry["differences"]) + len(entry.get("settings", ())), entry["cassette"]))
+    nearest = ranked[:MAX_CLOSEST]
+    if not any(entry["same_body"] for entry in ranked):
+        elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe)
+        if elsewhere is not None:
+            nearest = [elsewhere, *nearest[: MAX_CLOSEST - 1]]
+    for entry in nearest:
+        del entry["same_body"]
+        diff = entry["differences"]
+        if len(diff) > MAX_DIFFERENCES:
+            entry["differences"] = [*diff[:MAX_DIFFERENCES], f"… and {len(diff) - MAX_DIFFERENCES} more"]
+    return nearest
+
+
+def _compare(path: Path, root: Path, current: dict, recipe: Recipe) -> dict | None:
+    try:
+        cassette = load(path, root)
+        recorded = stored_identity(cassette["request"], recipe)
+        recorded_recipe = recipe_of(cassette)
+    except (OSError, CassetteError, ValueError):
+        return None
+    diff = identity_differences(recorded, current)
+    settings = recipe.differences(recorded_recipe) if recorded_recipe is not None else []
+    keyed_with = cassette.get("keyed_with") or {}
+    if not diff and not settings:
+        if recorded_recipe is None or keyed_with.get("recipe") != RECIPE_VERSION:
+            settings.append(f"recorded by an older key recipe (cassette_format {cassette.get('cassette_format')})")
+        elif keyed_with.get("request_redacted"):
+            settings.append("its request was redacted when stored, so the stored copy cannot show the difference")
+    entry = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
+    if settings:
+        entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see README, The key)"]
+    entry["same_body"] = recorded["body"] == current["body"]
+    return entry
+
+
+def _same_body_elsewhere(root: Path, endpoint_dir: Path, current: dict, recipe: Recipe) -> dict | None:
+    """The newest recording of another endpoint (method, host or path) with this very body, as keyed."""
+    read = 0
+    for folder, subfolders, names in os.walk(root):
+        # Never into this endpoint's own folder: it was just compared, and listing it again would double
+        # the cost of a miss on a large folder (its sub-endpoints are skipped with it).
+        subfolders[:] = sorted(d for d in subfolders if os.path.join(folder, d) != str(endpoint_dir))
+        if not any(n.endswith(".json") for n in names):
+            continue
+        for path in newest_cassettes(Path(folder), MAX_PER_OTHER_ENDPOINT):
+            read += 1
+            if read > MAX_ELSEWHERE:
+                return None
+            compared = _compare(path, root, current, recipe)
+            if compared is not None and compared["same_body"] and compared["differences"]:
+                compared["endpoint"] = "other"
+                return compared
+    return None
+
+
+def identity_differences(recorded: dict, current: dict) -> list[str]:
+    """What differs between two identities (see key.identity), recorded → current: every cause of a key change."""
+    out = []
+    if recorded["method"] != current["method"]:
+        out.append(f"method: {recorded['method']} → {current['method']}")
+    recorded_url, _, recorded_query = recorded["url"].partition("?")
+    current_url, _, current_query = current["url"].partition("?")
+    if recorded_url != current_url:
+        out.append(f"url: {recorded_url} → {current_url}")
+    out.extend(_named_differences("query", _query_values(recorded_query), _query_values(current_query)))
+    out.extend(_named_differences("header", recorded["headers"], current["headers"]))
+    recorded_body, current_body = recorded["body"], current["body"]
+    if isinstance(recorded_body, dict) and isinstance(current_body, dict) and "json" in recorded_body | current_body:
+        if "json" in recorded_body and "json" in current_body:
+            out.extend(differences(recorded_body["json"], current_body["json"]))
+        elif recorded_body != current_body:
+            out.append("body: " + ("JSON → not JSON" if "json" in recorded_body else "not JSON → JSON"))
+    elif recorded_body != current_body:
+        out.append(f"body: {_body_kind(recorded_body)} → {_body_kind(current_body)}")
+    return out
+
+
+def _body_kind(body: Any) -> str:
+    if body is None:
+        return "empty"
+    if "multipart" in body:
+        return "multipart parts " + shown(
+            [p.get("name") for p in body["multipart"]] if isinstance(body["multipart"], list) else "?"
+        )
+    return f"bytes with sha256 {str(body.get('sha256', ''))[:12]}…"
+
+
+def _query_values(query: str) -> dict[str, Any]:
+    values: dict[str, list[str]] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        values.setdefault(name, []).append(value)
+    return {name: found[0] if len(found) == 1 else found for name, found in values.items()}
+
+
+def _named_differences(kind: str, recorded: dict, current: dict) -> list[str]:
+    out = []
+    for name in sorted(recorded.keys() | current.keys()):
+        if name not in current:
+            out.append(f"{kind} {name}: removed (was {shown(recorded[name])})")
+        elif name not in recorded:
+            out.append(f"{kind} {name}: added {shown(current[name])}")
+        elif recorded[name] != current[name]:
+            out.append(f"{kind} {name}: {shown(recorded[name])} → {shown(current[name])}")
+    return out
+
+
+def miss_body(key: str, method: str, url: str, cassette: str, mode: str, nearest: list[dict]) -> dict:
+    """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows."""
+    if nearest:
+        first = nearest[0]
+        causes = first["differences"][:MESSAGE_DIFFERENCES]
+        more = len(first["differences"]) - len(causes)
+        changed = "; ".join(causes) + (f" (+{more} more)" if more > 0 else "") if causes else ""
+        where = "closest recording (another endpoint)" if first.get("endpoint") == "other" else "closest recording"
+        hint = f"{where} {first['cassette']}"
+        if changed:
+            hint += f" differs in: {changed}"
+        if first.get("settings"):
+            hint += ("; " if changed else ": ") + "; ".join(first["settings"])
+        elif not changed:
+            hint += " is the same request as keyed now"
+    else:
+        hint = "no recording exists for this endpoint yet"
+    message = (
+        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode; {hint}. "
+        "Run with cassette_mode=record to record it."
+    )
+    return error_body(
+        "cassette_miss", message, key=key, method=method, url=url, cassette=cassette, mode=mode, closest=nearest
+    )

@@ -1,0 +1,161 @@
+"""The settings a key is computed under, and the request as a cassette stores it.
+
+The addon keys every request under the run's settings (`cassette_ignore`,
+`cassette_key_headers`, `cassette_ignore_values`). A cassette stores them beside
+its request (`keyed_with`), and the request keeps what the key reads (key
+headers' values, the body, a multipart content type), so that a miss can say
+"recorded with a different ignore set" and `cassette rekey` can recompute any
+key from the files alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from .cassette_file import body_fields, decode_body
+from .defaults import DEFAULT_KEY_HEADERS
+from .key import DEFAULT_PORTS, RECIPE_VERSION, RequestFacts, identity, key_of, parse_ignore_paths, public_url
+from .volatile import ValuePattern, expressions, parse_value_patterns
+
+
+class RecipeError(ValueError):
+    """A setting that cannot work; `option` names it as the user wrote it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Ignore paths, key headers and value patterns as given, with their parsed forms."""
+
+    ignore: tuple[str, ...] = ()
+    key_headers: tuple[str, ...] = DEFAULT_KEY_HEADERS
+    ignore_values: tuple[str, ...] = ()
+    """Regular expressions, presets resolved: a cassette must say what it was keyed with, not a name."""
+    paths: tuple[tuple[str, ...], ...] = field(default=(), compare=False, repr=False)
+    patterns: tuple[ValuePattern, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> dict:
+        """`keyed_with` of a cassette."""
+        return {
+            "recipe": RECIPE_VERSION,
+            "ignore": list(self.ignore),
+            "key_headers": list(self.key_headers),
+            "ignore_values": list(self.ignore_values),
+        }
+
+    def differences(self, recorded: Recipe) -> list[str]:
+        """What differs from the settings a cassette was recorded with, recorded → now, one line each."""
+        out = []
+        for name, label in (
+            ("ignore", "ignore set"),
+            ("key_headers", "key-header set"),
+            ("ignore_values", "value patterns"),
+        ):
+            before, now = getattr(recorded, name), getattr(self, name)
+            if sorted(before) != sorted(now):
+                out.append(f"recorded with a different {label}: {list(before)} → {list(now)}")
+        return out
+
+
+def make_recipe(
+    ignore: Iterable[str] = (), key_headers: Iterable[str] = DEFAULT_KEY_HEADERS, ignore_values: Iterable[str] = ()
+) -> Recipe:
+    """A Recipe from option values; RecipeError naming the option for a value that cannot work."""
+    return _recipe(tuple(ignore), tuple(key_headers), tuple(ignore_values))
+
+
+@functools.lru_cache(maxsize=64)
+def _recipe(ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values: tuple[str, ...]) -> Recipe:
+    """Cached: a miss reads the settings of up to hundreds of cassettes, nearly always the same few."""
+    ignore = tuple(p.strip() for p in ignore)
+    try:
+        paths = parse_ignore_paths(ignore)
+    except ValueError as e:
+        raise RecipeError("cassette_ignore", str(e)) from None
+    try:
+        patterns = parse_value_patterns(ignore_values)
+    except ValueError as e:
+        raise RecipeError("cassette_ignore_values", str(e)) from None
+    headers = tuple(dict.fromkeys(h.strip().lower() for h in key_headers if h.strip()))
+    return Recipe(ignore, headers, tuple(expressions(patterns)), paths, patterns)
+
+
+def recipe_of(cassette: Mapping[str, Any]) -> Recipe | None:
+    """The settings a cassette was recorded with, as written (not parsed); None when it does not say (format 1).
+
+    Not parsed because cassettes arrive in pull requests: a miss only compares these settings with
+    the run's and never runs a cassette's regular expression. `cassette rekey` parses them with
+    `make_recipe` to key with them, on the user's own command.
+    """
+    keyed_with = cassette.get("keyed_with")
+    if not isinstance(keyed_with, dict):
+        return None
+    lists = {name: keyed_with.get(name, []) for name in ("ignore", "key_headers", "ignore_values")}
+    if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
+        raise ValueError("keyed_with must hold lists of strings (ignore, key_headers, ignore_values)")
+    return Recipe(
+        tuple(p.strip() for p in lists["ignore"]),
+        tuple(dict.fromkeys(h.strip().lower() for h in lists["key_headers"] if h.strip())),
+        tuple(lists["ignore_values"]),
+    )
+
+
+def stored_request(facts: RequestFacts, key_headers: Iterable[str]) -> dict:
+    """The request as a cassette stores it: what the key reads, without credentials."""
+    lowered = {name.lower(): value for name, value in facts.headers.items()}
+    request = {
+        "method": facts.method.upper(),
+        "url": public_url(facts),
+        "headers": {name: lowered[name].strip() for name in sorted(key_headers) if name in lowered},
+        **body_fields(facts.body, facts.content_type),
+    }
+    if facts.content_type.lower().startswith("multipart/"):
+        request["content_type"] = facts.content_type  # the parts are keyed, and need the boundary to be found
+    return request
+
+
+def facts_of(request: Mapping[str, Any]) -> RequestFacts:
+    """The facts a stored request was keyed from; ValueError for a request that does not hold them."""
+    method, url, headers = request.get("method"), request.get("url"), request.get("headers", {})
+    if not isinstance(method, str) or not isinstance(url, str):
+        raise ValueError("request.method and request.url must be strings")
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise ValueError("request.headers must be an object of strings")
+    parts = urlsplit(url)
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"request.url {url!r} is not an http(s) URL")
+    body_format = request.get("body_format", "text")
+    try:
+        body = decode_body(body_format, request.get("body", "")) if "body" in request else b""
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"request.body does not match its body_format: {e}") from None
+    content_type = request.get("content_type")
+    if not isinstance(content_type, str):
+        content_type = "application/json" if body_format == "json" else ""
+    return RequestFacts(
+        method=method,
+        scheme=parts.scheme,
+        host=parts.hostname,
+        port=parts.port or DEFAULT_PORTS[parts.scheme],
+        path=parts.path or "/",
+        query=parse_qsl(parts.query, keep_blank_values=True),
+        headers=headers,
+        body=body,
+        content_type=content_type,
+    )
+
+
+def stored_identity(request: Mapping[str, Any], recipe: Recipe) -> dict:
+    """The identity of a stored request under `recipe` (what its key would be hashed from)."""
+    return identity(facts_of(request), recipe.key_headers, recipe.paths, recipe.patterns)
+
+
+def stored_key(request: Mapping[str, Any], recipe: Recipe) -> str:
+    return key_of(stored_identity(request, recipe))
