@@ -3,8 +3,8 @@
 Each hook decides what happens to a request and delegates the doing: the key
 to core/key.py (facts from the flow: facts.py), lookups and answers to
 replay.py, saving to record.py, misses to miss.py, forwarded requests'
-failures to upstream.py, repeated requests to sequence.py. Per-request state
-is one `FlowState` (state.py).
+failures to upstream.py, repeated requests to sequence.py, the current test and
+its rules to test_control.py. Per-request state is one `FlowState` (state.py).
 
 Every hook fails closed: an exception of ours answers a JSON 500
 `cassette_error` (counted, logged with its traceback), never a forwarded
@@ -44,6 +44,7 @@ from ..core.key import KeyCache, RequestFacts, identity, parse_ignore_paths
 from ..core.location import relative_name
 from ..core.report import Report
 from ..core.scope import HostScope, is_loopback, normal_host
+from ..core.test_scope import DEFAULT_SCOPE, SCOPES, scoped_name
 from . import miss
 from .errors import error_response, json_response
 from .facts import request_facts
@@ -53,10 +54,17 @@ from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
+from .test_control import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
 log = logging.getLogger("cassette")
+
+RULE_OPTIONS = frozenset(
+    {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
+    | {"cassette_control_token"}
+)
+"""The options behind `RequestRules`: what a request follows outside a test, and under a test's own options."""
 
 
 class Cassette:
@@ -67,6 +75,8 @@ class Cassette:
         """Every change to the report takes it: worker threads write cassettes and count them too."""
         self.replayer = Replayer()
         self.sequencer = Sequencer()
+        self.control = TestControl()
+        self.control.on_start = self.sequencer.start
         self.seal = Seal()
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
@@ -168,6 +178,23 @@ class Cassette:
             f"Defaults to ${REPLAY_TIMING_VAR}, else none.",
         )
 
+        loader.add_option(
+            "cassette_scope",
+            str,
+            DEFAULT_SCOPE,
+            "shared: one recording per distinct request, whichever test sent it; test: a test's recordings live under "
+            "tests/<module>/<test>/ and only that test replays them (needs a runner that announces its tests, "
+            "e.g. the pytest plugin). Requests outside any test are always shared.",
+            choices=SCOPES,
+        )
+        loader.add_option(
+            "cassette_control_token",
+            str,
+            os.environ.get(TOKEN_VAR, ""),
+            f"The secret a test runner sends to http://{CONTROL_HOST}/ to announce its tests; set by the launcher "
+            f"through ${TOKEN_VAR} (never logged). Empty: every control request is refused.",
+        )
+
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
         if "cassette_mode" in updated:
@@ -226,6 +253,15 @@ class Cassette:
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         self.seal.configure(updated)
+        if "cassette_scope" in updated:
+            if opts.cassette_scope not in SCOPES:
+                raise exceptions.OptionsError(
+                    f"cassette_scope: {opts.cassette_scope!r} is not a choice; use one of {', '.join(SCOPES)}"
+                )
+            self.scope = opts.cassette_scope
+        if updated & RULE_OPTIONS:
+            rules = RequestRules(None, self.mode, self.repeats, self.scope, self.ignore, self.keys)
+            self.control.configure(opts.cassette_control_token, rules)
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.
@@ -268,9 +304,15 @@ class Cassette:
             self.own_error(flow, "request", e)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
-        mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
+        # Options are read in configure(): ctx.options costs microseconds on every request.
+        rules = self.control.rules  # the run's, or the current test's
+        mode = rules.mode
         state = new_state(flow)
         host = normal_host(flow.request.host)
+        if host == CONTROL_HOST:
+            state.outcome = "control"
+            self.control.answer(flow)
+            return
         if mode == "off" or host not in self.hosts:
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
                 self._answer_offline(flow, state, host)
@@ -280,10 +322,12 @@ class Cassette:
                 self.report.passed_through(host)
             return
         facts = request_facts(flow.request, self.read_headers)
-        key = self.keys.key(facts)
-        relative = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
-        if self.repeats == "sequence":
-            relative = self.sequencer.next(key, relative, self.root_prefix, replaying=mode == "replay")
+        key = rules.keys.key(facts)
+        relative = scoped_name(
+            relative_name(facts.scheme, facts.host, facts.port, facts.path, key), rules.test, rules.scope
+        )
+        if rules.repeats == "sequence":
+            relative = self.sequencer.next(key, relative, self.root_prefix, mode == "replay", rules.test)
         path = self.root_prefix + relative
         if mode != "update":
             try:
@@ -298,12 +342,12 @@ class Cassette:
                 state.outcome = "hit"
                 with self.lock:
                     self.report.hits += 1
-                    self.report.cassettes_used.add(relative)
+                    self.report.used_by(rules.test, relative, "hits")
                 return
         if mode == "replay":
-            await self._answer_miss(flow, state, key, Path(path), relative, facts)
+            await self._answer_miss(flow, state, key, Path(path), relative, facts, rules)
             return
-        ident = identity(facts, self.key_headers, self.ignore)
+        ident = identity(facts, self.key_headers, rules.ignore)
         state.target = RecordTarget(
             key=key,
             path=Path(path),
@@ -315,6 +359,7 @@ class Cassette:
                 **body_fields(facts.body, facts.content_type),
             },
             existed=os.path.exists(path),
+            test=rules.test,
         )
         state.outcome = "forwarded"
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
@@ -355,23 +400,40 @@ class Cassette:
         log.warning(message)
 
     async def _answer_miss(
-        self, flow: http.HTTPFlow, state: FlowState, key: str, path: Path, relative: str, facts: RequestFacts
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        key: str,
+        path: Path,
+        relative: str,
+        facts: RequestFacts,
+        rules: RequestRules,
     ) -> None:
-        ident = identity(facts, self.key_headers, self.ignore)
+        ident = identity(facts, self.key_headers, rules.ignore)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
         body = redact.redacted(
             body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
         )
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
         nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, ident["method"], body)
-        error = miss.miss_body(key, ident["method"], ident["url"], relative, self.mode, nearest)
+        error = miss.miss_body(
+            key, ident["method"], ident["url"], relative, rules.mode, nearest, rules.scope, rules.test
+        )
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
         with self.lock:
-            self.report.misses.append(
-                {"key": key, "method": ident["method"], "url": ident["url"], "cassette": relative}
+            self.report.missed(
+                {
+                    "key": key,
+                    "method": ident["method"],
+                    "url": ident["url"],
+                    "cassette": relative,
+                    "test": rules.test,
+                    "scope": rules.scope,
+                }
             )
-        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative})")
+        in_test = f" in test {rules.test}" if rules.test else ""
+        log.warning(f"cassette miss: {ident['method']} {ident['url']} key={key} (would be {relative}){in_test}")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core.cassette_file import CassetteError, load
 from ..core.diff import differences
+from ..core.test_scope import test_dir
 from .errors import error_body
 
 MAX_CANDIDATES = 200
@@ -59,17 +60,44 @@ def closest(endpoint_dir: Path, root: Path, method: str, body: Any) -> list[dict
     ]
 
 
-def miss_body(key: str, method: str, url: str, cassette: str, mode: str, nearest: list[dict]) -> dict:
+def miss_body(
+    key: str,
+    method: str,
+    url: str,
+    cassette: str,
+    mode: str,
+    nearest: list[dict],
+    scope: str = "shared",
+    test: str | None = None,
+) -> dict:
     if nearest:
         first = nearest[0]
         changed = "; ".join(first["differences"][:3]) or "identical body (headers or query differ)"
         hint = f"closest recording {first['cassette']} differs in: {changed}"
     else:
         hint = "no recording exists for this endpoint yet"
+    where = ""
+    if test is not None and scope == "test":
+        # A renamed or moved test looks here first: say whose folder was searched.
+        where = (
+            f" in the test scope of test {test} (its recordings live under {test_dir(test)}/; "
+            "a renamed test loses them unless its folder is renamed too)"
+        )
+    elif test is not None:
+        where = f" for test {test} (shared scope)"
     message = (
-        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode; {hint}. "
+        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode{where}; {hint}. "
         "Run with cassette_mode=record to record it."
     )
     return error_body(
-        "cassette_miss", message, key=key, method=method, url=url, cassette=cassette, mode=mode, closest=nearest
+        "cassette_miss",
+        message,
+        key=key,
+        method=method,
+        url=url,
+        cassette=cassette,
+        mode=mode,
+        scope=scope,
+        test=test,
+        closest=nearest,
     )

@@ -39,6 +39,8 @@ class RecordTarget:
     relative: str
     request: dict
     existed: bool
+    test: str | None = None
+    """The test that sent the request (None: outside any test), for the report."""
 
 
 class Recorder:
@@ -135,7 +137,7 @@ class Recorder:
                     self.report.overwritten += 1
                 elif count:
                     self.report.recorded += 1
-                self.report.cassettes_used.add(target.relative)
+                self.report.used_by(target.test, target.relative, "recorded" if count else None)
             log.info(f"cassette recorded: {target.request['method']} {target.request['url']} ({target.relative})")
             return None
         finally:
