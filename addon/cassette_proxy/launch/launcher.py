@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -40,6 +41,7 @@ from ..core.defaults import (
 )
 from ..core.report import Report, ReportError
 from .client_env import client_environment, write_ca_bundle
+from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
@@ -188,9 +190,17 @@ class RunningProxy:
     """A started mitmdump: its addresses, the client environment for it, and how to stop it."""
 
     def __init__(
-        self, settings: Settings, private: Path, process: subprocess.Popen, ready: dict, environ: Mapping[str, str]
+        self,
+        settings: Settings,
+        private: Path,
+        process: subprocess.Popen,
+        ready: dict,
+        environ: Mapping[str, str],
+        control_token: str = "",
     ):
         self.settings = settings
+        self.control_token = control_token
+        """This run's secret for the control channel: in mitmdump's environment and the clients', never on disk."""
         self.private = private
         self.process = process
         regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
@@ -203,6 +213,10 @@ class RunningProxy:
             private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
         )
 
+    def control(self) -> ControlClient:
+        """A client of the control channel: tell the proxy which test runs (test_control.py)."""
+        return ControlClient(self.url, self.control_token)
+
     @property
     def report_path(self) -> Path:
         return self.settings.report or self.private / "report.json"
@@ -213,7 +227,7 @@ class RunningProxy:
 
     def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
         """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables."""
-        return client_environment(
+        env = client_environment(
             environ,
             proxy_url=self.url,
             ca_bundle=self.ca_bundle,
@@ -222,11 +236,18 @@ class RunningProxy:
             notice_file=self.private / "node-notice",
             base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
         )
+        # A test runner in the child announces its tests with these (the Node helper, launch/node_test_hooks.cjs).
+        env[CONTROL_URL_VAR] = CONTROL_URL
+        env[CONTROL_TOKEN_VAR] = self.control_token
+        return env
 
     def exports(self, environ: Mapping[str, str]) -> str:
         """Shell `export` lines for what client_env() changes: `eval "$(cassette env)"`."""
         env = self.client_env(environ)
-        changed = sorted(name for name, value in env.items() if environ.get(name) != value)
+        # The control token is not printed or left in serve's state file: announcing tests is for the runs that
+        # own their proxy (`cassette run`, the pytest plugin), not for every shell sharing a `cassette serve`.
+        private = (CONTROL_TOKEN_VAR, CONTROL_URL_VAR)
+        changed = sorted(name for name, value in env.items() if environ.get(name) != value and name not in private)
         return "".join(f"export {name}={shlex.quote(env[name])}\n" for name in changed)
 
     def stop(self) -> Report | None:
@@ -279,6 +300,9 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
     """
     environ = os.environ if environ is None else environ
     private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
+    # Through the environment, not `--set`: a command line is visible to every user of the machine.
+    control_token = secrets.token_urlsafe(32)
+    proxy_environ = {**environ, CONTROL_TOKEN_VAR: control_token}
     (private / "confdir").mkdir(mode=0o700)
     process = None
     try:
@@ -287,7 +311,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
             log = private / "mitmdump.log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
-                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(environ),
+                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=proxy_environ,
                     start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
                 )  # fmt: skip
             ready = _wait_ready(private / "ready.json", process, log)
@@ -299,7 +323,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
             )
         if ready["mode"] != settings.mode:
             raise LauncherError(f"mitmdump runs in mode {ready['mode']!r}, not the {settings.mode!r} asked for")
-        return RunningProxy(settings, private, process, ready, environ)
+        return RunningProxy(settings, private, process, ready, environ, control_token)
     except BaseException:
         if process is not None and process.poll() is None:
             process.kill()
