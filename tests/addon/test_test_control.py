@@ -66,8 +66,8 @@ def answer(flow) -> dict:
 
 @pytest.mark.parametrize(
     ("token", "configured"),
-    [(None, TOKEN), ("wrong-token", TOKEN), ("", TOKEN), ("", ""), (TOKEN, "")],
-    ids=["missing", "wrong", "empty", "no-token-configured-empty-sent", "no-token-configured"],
+    [(None, TOKEN), ("wrong-token", TOKEN), ("", TOKEN), ("tøken-ü", TOKEN), ("", ""), (TOKEN, "")],
+    ids=["missing", "wrong", "empty", "not-ascii", "no-token-configured-empty-sent", "no-token-configured"],
 )
 def test_without_the_runs_token_the_control_host_answers_403_and_nothing_changes(proxy, token, configured):
     proxy.configure_with(cassette_control_token=configured)

@@ -88,7 +88,7 @@ class TestControl:
         given = flow.request.headers.get(TOKEN_HEADER, "")
         # The token must reach no log, no dump and no other addon.
         flow.request.headers.pop(TOKEN_HEADER, None)
-        if not self.token or not hmac.compare_digest(given.encode(), self.token.encode()):
+        if not self.token or not hmac.compare_digest(given.encode(errors="surrogateescape"), self.token.encode()):
             reason = "no control token is configured" if not self.token else f"missing or wrong {TOKEN_HEADER}"
             log.warning(f"cassette control: refused {flow.request.method} {flow.request.path}: {reason}")
             flow.response = error_response(
