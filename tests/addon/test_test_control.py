@@ -182,3 +182,16 @@ def test_a_bad_control_call_answers_400_and_changes_nothing(proxy, path, body, m
     assert flow.response.status_code == 400
     assert message in answer(flow)["error"]["message"]
     assert proxy.control.rules.test is None
+
+
+def test_a_tests_ignore_leaves_its_fields_out_of_that_tests_keys_only(proxy):
+    def cassette_of(trace: str) -> str:
+        flow = chat_flow()
+        body = json.loads(flow.request.content)
+        flow.request.content = json.dumps({**body, "metadata": {"trace_id": trace}}).encode()
+        return answer(proxy.send(flow))["error"]["cassette"]
+
+    proxy.send(control_flow("/v1/test/start", {"test": "t::a", "options": {"ignore": ["metadata.trace_id"]}}))
+    assert cassette_of("trace-1") == cassette_of("trace-2")
+    proxy.send(control_flow("/v1/test/end", {"test": "t::a"}))
+    assert cassette_of("trace-1") != cassette_of("trace-2")
