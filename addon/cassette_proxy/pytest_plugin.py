@@ -9,22 +9,39 @@ at the proxy until the session ends.
 Mode: --cassette-mode, else $CASSETTE_MODE, else replay.
 Cassette folder: --cassette-dir, else $CASSETTE_DIR, else the `cassette_dir` setting (relative to the rootdir).
 A miss fails the test that caused it through the SDK's own exception (a 409 it does not retry).
+
+The proxy knows the current test: before each test's setup the plugin announces
+it (with its `@pytest.mark.cassette(...)` options and the run's scope) over the
+control channel (proxy/test_control.py), and ends it after its teardown; while a
+fixture wider than a function is set up, requests belong to no test. So
+`cassette_repeats=sequence` counts per test, `cassette_scope = test` stores a
+test's recordings under its own folder, and the report knows which test made
+each hit, miss and recording.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.report import Report
+from .core.test_scope import DEFAULT_SCOPE, SCOPES
 from .launch import launcher
+from .launch.control_client import ControlError
 
 PROXY = pytest.StashKey[launcher.RunningProxy]()
 ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
 REPORTS = pytest.StashKey[list[Report]]()
+CURRENT = pytest.StashKey[tuple[str, dict]]()
+"""The test announced to the proxy and its options, while it runs."""
+
+MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
+"""What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,6 +70,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("cassette_key_headers", "Key headers on top of the defaults, one a line.", "linelist")
     parser.addini(
         "cassette_ignore_values", "Volatile value patterns (regular expressions or presets), one a line.", "linelist"
+    )
+    group.addoption(
+        "--cassette-scope",
+        choices=SCOPES,
+        default=None,
+        help="shared: one recording per distinct request; test: each test's recordings under its own folder. "
+        "Defaults to the cassette_scope setting, else shared.",
+    )
+    parser.addini(
+        "cassette_scope",
+        "shared (one recording per distinct request) or test (each test's recordings under its own folder).",
+        default=DEFAULT_SCOPE,
     )
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
@@ -97,6 +126,82 @@ def _start(config: pytest.Config) -> launcher.RunningProxy:
     return config.stash[PROXY]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "cassette(mode=None, ignore=None, repeats=None, scope=None, record_statuses=None): cassette proxy options "
+        "for this test's requests only (a replay run stays in replay whatever the mode)",
+    )
+    scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
+    if scope not in SCOPES:
+        raise pytest.UsageError(f"cassette_scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
+
+
+def _test_options(item: pytest.Item) -> dict[str, Any]:
+    """The run's scope, with the test's `cassette` markers on top (the closest marker wins)."""
+    config = item.config
+    options: dict[str, Any] = {"scope": config.getoption("cassette_scope") or config.getini("cassette_scope")}
+    for marker in reversed(list(item.iter_markers("cassette"))):
+        if marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.cassette takes keyword arguments only")
+        unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.cassette got {', '.join(unknown)}; it accepts {', '.join(MARKER_OPTIONS)}"
+            )
+        for name in ("ignore", "record_statuses"):
+            value = marker.kwargs.get(name)
+            if isinstance(value, str | int):
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.cassette({name}=...) takes a list, got {value!r}")
+        options.update({name: list(v) if isinstance(v, tuple) else v for name, v in marker.kwargs.items()})
+    return options
+
+
+def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> None:
+    """Tell the proxy which test runs now (None: no test); a refusal fails the test with the proxy's reason."""
+    proxy = config.stash.get(PROXY, None)
+    if proxy is None:
+        return
+    try:
+        if test is None:
+            proxy.control().end(config.stash[CURRENT][0])
+        else:
+            proxy.control().start(test, config.stash[CURRENT][1], resume=resume)
+    except (ControlError, OSError) as e:
+        raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture of the test: its requests (function fixtures included) are its own."""
+    item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
+    _announce(item.config, item.nodeid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        if CURRENT in item.config.stash:
+            _announce(item.config, None)
+            del item.config.stash[CURRENT]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator[object]:
+    """A session, module or class fixture serves many tests: its requests belong to none (their own counter)."""
+    config = request.config
+    wider = fixturedef.scope != "function" and CURRENT in config.stash
+    if wider:
+        _announce(config, None)
+    try:
+        return (yield)
+    finally:
+        if wider:
+            _announce(config, config.stash[CURRENT][0], resume=True)
+
+
 def _is_xdist_controller(config: pytest.Config) -> bool:
     """With xdist the workers run the tests (one proxy each); the controller needs none."""
     return getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput")
@@ -133,8 +238,17 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     reports = config.stash.get(REPORTS, [])
-    if reports:
-        terminalreporter.write_line(Report.merged(reports).summary())
+    if not reports:
+        return
+    report = Report.merged(reports)
+    terminalreporter.write_line(report.summary())
+    # Under xdist the controller holds every worker's test reports as well as their run reports.
+    failed = {r.nodeid for name in ("failed", "error") for r in terminalreporter.stats.get(name, [])}
+    missed = {test: n for test, n in report.tests_with_misses().items() if test in failed}
+    if missed:
+        terminalreporter.write_line(f"cassette: {len(missed)} test(s) failed on cassette misses:")
+        for test, n in sorted(missed.items()):
+            terminalreporter.write_line(f"cassette:   {test} ({n} miss{'es' if n > 1 else ''})")
 
 
 @pytest.fixture(scope="session")

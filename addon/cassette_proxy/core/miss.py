@@ -17,6 +17,7 @@ from .diff import differences, shown
 from .errors import error_body
 from .key import RECIPE_VERSION
 from .recipe import Recipe, recipe_of, stored_identity
+from .test_scope import test_dir
 
 MAX_CANDIDATES = 200
 """Cassettes of the same endpoint compared on a miss (newest first); bounds the miss path on large folders."""
@@ -168,7 +169,16 @@ def _named_differences(kind: str, recorded: dict, current: dict) -> list[str]:
     return out
 
 
-def miss_body(key: str, method: str, url: str, cassette: str, mode: str, nearest: list[dict]) -> dict:
+def miss_body(
+    key: str,
+    method: str,
+    url: str,
+    cassette: str,
+    mode: str,
+    nearest: list[dict],
+    scope: str = "shared",
+    test: str | None = None,
+) -> dict:
     """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows."""
     if nearest:
         first = nearest[0]
@@ -185,10 +195,18 @@ def miss_body(key: str, method: str, url: str, cassette: str, mode: str, nearest
             hint += " is the same request as keyed now"
     else:
         hint = "no recording exists for this endpoint yet"
+    where = ""
+    if test is not None and scope == "test":
+        # A renamed or moved test looks here first: say whose folder was searched.
+        where = (
+            f" in the test scope of test {test} (its recordings live under {test_dir(test)}/; "
+            "a renamed test loses them unless its folder is renamed too)"
+        )
+    elif test is not None:
+        where = f" for test {test} (shared scope)"
     message = (
-        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode; {hint}. "
+        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode{where}; {hint}. "
         "Run with cassette_mode=record to record it."
     )
-    return error_body(
-        "cassette_miss", message, key=key, method=method, url=url, cassette=cassette, mode=mode, closest=nearest
-    )
+    details = {"key": key, "method": method, "url": url, "cassette": cassette, "mode": mode, "scope": scope}
+    return error_body("cassette_miss", message, **details, test=test, closest=nearest)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .atomic_write import write_atomic
+from .test_scope import NO_TEST
 
 
 class ReportError(Exception):
@@ -43,6 +44,28 @@ class Report:
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
     routes: dict[str, int] = field(default_factory=dict)
     """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
+    tests: dict[str, dict] = field(default_factory=dict)
+    """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
+    which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
+
+    def for_test(self, test: str | None) -> dict:
+        """The counts of one test, created on first use; `cassettes` is a set until written."""
+        entry = self.tests.get(test or NO_TEST)
+        if entry is None:
+            entry = self.tests[test or NO_TEST] = {"hits": 0, "misses": 0, "recorded": 0, "cassettes": set()}
+        return entry
+
+    def used_by(self, test: str | None, cassette: str, count: str | None = None) -> None:
+        """A cassette read or written for `test`; `count` names the test's counter to add one to (hits, recorded)."""
+        self.cassettes_used.add(cassette)
+        entry = self.for_test(test)
+        entry["cassettes"].add(cassette)
+        if count:
+            entry[count] += 1
+
+    def missed(self, miss: dict) -> None:
+        self.misses.append(miss)
+        self.for_test(miss.get("test"))["misses"] += 1
 
     def passed_through(self, host: str) -> None:
         self.passthrough += 1
@@ -65,6 +88,7 @@ class Report:
         data = asdict(self)
         data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
         data["cassettes_used"] = sorted(self.cassettes_used)
+        data["tests"] = {test: {**entry, "cassettes": sorted(entry["cassettes"])} for test, entry in self.tests.items()}
         data["counts"] = self.counts()
         return data
 
@@ -80,7 +104,10 @@ class Report:
             report = cls(**{name: value for name, value in data.items() if name in known})
             report.passthrough_hosts = Counter(report.passthrough_hosts)
             report.cassettes_used = set(report.cassettes_used)
-        except TypeError as e:
+            report.tests = {
+                test: {**entry, "cassettes": set(entry["cassettes"])} for test, entry in report.tests.items()
+            }
+        except (TypeError, KeyError, AttributeError) as e:
             raise ReportError(f"not a cassette run report ({e})") from None
         return report
 
@@ -107,6 +134,11 @@ class Report:
                 total.client_errors[name] += report.client_errors.get(name, 0)
             for route, n in report.routes.items():
                 total.routes[route] = total.routes.get(route, 0) + n
+            for test, entry in report.tests.items():
+                into = total.for_test(None if test == NO_TEST else test)
+                for name in ("hits", "misses", "recorded"):
+                    into[name] += entry[name]
+                into["cassettes"] |= entry["cassettes"]
         return total
 
     def summary(self) -> str:
@@ -134,10 +166,22 @@ class Report:
         if not_recorded:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))
             lines.append(f"cassette: {sum(not_recorded.values())} requests not recorded: {why}")
-        lines += [f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})" for m in self.misses]
+        lines += [
+            f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})"
+            + (f" in test {m['test']}" if m.get("test") else "")
+            for m in self.misses
+        ]
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
         lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in self.errors]
         return "\n".join(lines)
+
+    def tests_with_misses(self) -> dict[str, int]:
+        """Test id → how many of its requests missed (requests outside any test are not a test's)."""
+        found: dict[str, int] = {}
+        for miss in self.misses:
+            if miss.get("test"):
+                found[miss["test"]] = found.get(miss["test"], 0) + 1
+        return found
 
     def strict_failures(self) -> list[str]:
         """What `--strict` fails on even when the suite swallowed it: misses, errors, refusals, upstream in replay."""

@@ -17,6 +17,8 @@ from ..core.defaults import MODE_VAR
 from .java_truststore import java_tool_options
 
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
+NODE_TEST_HOOKS = Path(__file__).with_name("node_test_hooks.cjs")
+"""What a Node test runner requires to announce its tests (startTest/endTest): $CASSETTE_NODE_TEST_HOOKS."""
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")
@@ -69,6 +71,7 @@ def client_environment(
     env["CASSETTE_NODE_NOTICE"] = str(notice_file)
     env[MODE_VAR] = mode
     env["CASSETTE_PROXY_URL"] = proxy_url
+    env["CASSETTE_NODE_TEST_HOOKS"] = str(NODE_TEST_HOOKS)
     env.update(base_urls)
     return env
 

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -41,6 +42,7 @@ from ..core.defaults import (
 )
 from ..core.report import Report, ReportError
 from .client_env import client_environment, write_ca_bundle
+from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 from .java_truststore import write_truststore
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
@@ -231,8 +233,11 @@ class RunningProxy:
         ready: dict,
         environ: Mapping[str, str],
         reverse_ports: Sequence[int] = (),
+        control_token: str = "",
     ):
         self.settings = settings
+        self.control_token = control_token
+        """This run's secret for the control channel: in mitmdump's environment and the clients', never on disk."""
         self.private = private
         self.process = process
         regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
@@ -251,6 +256,10 @@ class RunningProxy:
             self.java_truststore = None
             print(f"cassette: Java keeps its own trust store (no proxy CA): {self.ca_bundle}: {e}", file=sys.stderr)
 
+    def control(self) -> ControlClient:
+        """A client of the control channel: tell the proxy which test runs (test_control.py)."""
+        return ControlClient(self.url, self.control_token)
+
     @property
     def report_path(self) -> Path:
         return self.settings.report or self.private / "report.json"
@@ -261,7 +270,7 @@ class RunningProxy:
 
     def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
         """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables."""
-        return client_environment(
+        env = client_environment(
             environ,
             proxy_url=self.url,
             ca_bundle=self.ca_bundle,
@@ -273,11 +282,18 @@ class RunningProxy:
             # Clients that read host:port entries go straight to the listeners; the addon undoes the detour of the others.
             direct=[f"127.0.0.1:{port}" for port in self.reverse_ports.values()],
         )
+        # A test runner in the child announces its tests with these (the Node helper, launch/node_test_hooks.cjs).
+        env[CONTROL_URL_VAR] = CONTROL_URL
+        env[CONTROL_TOKEN_VAR] = self.control_token
+        return env
 
     def exports(self, environ: Mapping[str, str]) -> str:
         """Shell `export` lines for what client_env() changes: `eval "$(cassette env)"`."""
         env = self.client_env(environ)
-        changed = sorted(name for name, value in env.items() if environ.get(name) != value)
+        # The control token is not printed or left in serve's state file: announcing tests is for the runs that
+        # own their proxy (`cassette run`, the pytest plugin), not for every shell sharing a `cassette serve`.
+        private = (CONTROL_TOKEN_VAR, CONTROL_URL_VAR)
+        changed = sorted(name for name, value in env.items() if environ.get(name) != value and name not in private)
         return "".join(f"export {name}={shlex.quote(env[name])}\n" for name in changed)
 
     def stop(self) -> Report | None:
@@ -347,6 +363,9 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
     """
     environ = os.environ if environ is None else environ
     private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
+    # Through the environment, not `--set`: a command line is visible to every user of the machine.
+    control_token = secrets.token_urlsafe(32)
+    proxy_environ = {**environ, CONTROL_TOKEN_VAR: control_token}
     (private / "confdir").mkdir(mode=0o700)
     process = None
     try:
@@ -357,7 +376,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
             log = private / "mitmdump.log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
-                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=dict(environ),
+                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=proxy_environ,
                     start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
                 )  # fmt: skip
             ready = _wait_ready(private / "ready.json", process, log)
@@ -369,7 +388,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None) -> Runni
             )
         if ready["mode"] != settings.mode:
             raise LauncherError(f"mitmdump runs in mode {ready['mode']!r}, not the {settings.mode!r} asked for")
-        return RunningProxy(settings, private, process, ready, environ, reverse_ports)
+        return RunningProxy(settings, private, process, ready, environ, reverse_ports, control_token)
     except BaseException:
         if process is not None and process.poll() is None:
             process.kill()

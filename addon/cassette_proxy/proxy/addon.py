@@ -3,8 +3,8 @@
 Each hook decides what happens to a request and delegates the doing: the key
 to core/key.py (facts from the flow: facts.py), lookups and answers to
 replay.py, saving to record.py, misses to miss.py, forwarded requests'
-failures to upstream.py, repeated requests to sequence.py. Per-request state
-is one `FlowState` (state.py).
+failures to upstream.py, repeated requests to sequence.py, the current test and
+its rules to test_control.py. Per-request state is one `FlowState` (state.py).
 
 Every hook fails closed: an exception of ours answers a JSON 500
 `cassette_error` (counted, logged with its traceback), never a forwarded
@@ -46,6 +46,7 @@ from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
 from ..core.scope import HostScope, is_loopback
+from ..core.test_scope import DEFAULT_SCOPE, SCOPES, scoped_name
 from ..core.token_exchange import parse_endpoints, placeholder
 from .errors import error_response, json_response
 from .facts import request_facts
@@ -56,10 +57,17 @@ from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
+from .test_control import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
 log = logging.getLogger("cassette")
+
+RULE_OPTIONS = frozenset(
+    {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
+    | {"cassette_ignore_values", "cassette_record_statuses", "cassette_control_token"}
+)
+"""The options behind `RequestRules`: what a request follows outside a test, and under a test's own options."""
 
 
 class Cassette:
@@ -70,6 +78,8 @@ class Cassette:
         """Every change to the report takes it: worker threads write cassettes and count them too."""
         self.replayer = Replayer()
         self.sequencer = Sequencer()
+        self.control = TestControl()
+        self.control.on_start = self.sequencer.start
         self.seal = Seal()
         self.routes = RouteTable()
         """The reverse listeners, known once the servers run (running())."""
@@ -207,6 +217,23 @@ class Cassette:
             f"Defaults to ${REPLAY_TIMING_VAR}, else none.",
         )
 
+        loader.add_option(
+            "cassette_scope",
+            str,
+            DEFAULT_SCOPE,
+            "shared: one recording per distinct request, whichever test sent it; test: a test's recordings live under "
+            "tests/<module>/<test>/ and only that test replays them (needs a runner that announces its tests, "
+            "e.g. the pytest plugin). Requests outside any test are always shared.",
+            choices=SCOPES,
+        )
+        loader.add_option(
+            "cassette_control_token",
+            str,
+            os.environ.get(TOKEN_VAR, ""),
+            f"The secret a test runner sends to http://{CONTROL_HOST}/ to announce its tests; set by the launcher "
+            f"through ${TOKEN_VAR} (never logged). Empty: every control request is refused.",
+        )
+
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
         if "cassette_mode" in updated:
@@ -290,6 +317,17 @@ class Cassette:
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         self.seal.configure(updated)
+        if "cassette_scope" in updated:
+            if opts.cassette_scope not in SCOPES:
+                raise exceptions.OptionsError(
+                    f"cassette_scope: {opts.cassette_scope!r} is not a choice; use one of {', '.join(SCOPES)}"
+                )
+            self.scope = opts.cassette_scope
+        if updated & RULE_OPTIONS:
+            rules = RequestRules(
+                None, self.mode, self.repeats, self.scope, self.ignore, self.keys, self.recorder.statuses
+            )
+            self.control.configure(opts.cassette_control_token, rules)
         if opts.connection_strategy != "lazy":
             # With `eager`, mitmproxy connects upstream before any hook runs: an
             # offline replay would fail before the addon could answer.
@@ -334,9 +372,16 @@ class Cassette:
             self.own_error(flow, "request", e)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
-        route = self.routes.route(flow)  # first: a detour through the forward proxy is undone before keying
-        mode = self.mode  # options are read in configure(): ctx.options costs microseconds on every request
         state = new_state(flow)
+        if normal_host(flow.request.host) == CONTROL_HOST:  # the test runner's channel: never counted or keyed
+            state.outcome = "control"
+            self.control.answer(flow)
+            return
+        route = self.routes.route(flow)  # a detour through the forward proxy is undone before keying
+        # Options are read in configure() (ctx.options costs microseconds on every request): the run's, or the
+        # current test's (test_control.py).
+        rules = self.control.rules
+        mode = rules.mode
         with self.lock:
             self.report.routes[route] = self.report.routes.get(route, 0) + 1
         if mode != "off" and self.token_endpoints.matches(flow.request.method, flow.request.host, flow.request.path):
@@ -352,10 +397,12 @@ class Cassette:
                 self.report.passed_through(host)
             return
         facts = request_facts(flow.request, self.read_headers)
-        key = self.keys.key(facts)
-        relative = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
-        if self.repeats == "sequence":
-            relative = self.sequencer.next(key, relative, self.root_prefix, replaying=mode == "replay")
+        key = rules.keys.key(facts)
+        relative = scoped_name(
+            relative_name(facts.scheme, facts.host, facts.port, facts.path, key), rules.test, rules.scope
+        )
+        if rules.repeats == "sequence":
+            relative = self.sequencer.next(key, relative, self.root_prefix, mode == "replay", rules.test)
         path = self.root_prefix + relative
         if mode != "update":
             try:
@@ -372,10 +419,10 @@ class Cassette:
                     self.report.hits += 1
                     if is_client_error(replay.cassette["response"]["status"]):
                         self.report.client_errors["hits"] += 1
-                    self.report.cassettes_used.add(relative)
+                    self.report.used_by(rules.test, relative, "hits")
                 return
         if mode == "replay":
-            await self._answer_miss(flow, state, key, Path(path), relative, facts)
+            await self._answer_miss(flow, state, key, Path(path), relative, facts, rules)
             return
         state.target = RecordTarget(
             key=key,
@@ -383,6 +430,8 @@ class Cassette:
             relative=relative,
             request=stored_request(facts, self.key_headers),
             existed=os.path.exists(path),
+            test=rules.test,
+            statuses=rules.statuses,
         )
         state.outcome = "forwarded"
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
@@ -437,7 +486,14 @@ class Cassette:
         log.warning(message)
 
     async def _answer_miss(
-        self, flow: http.HTTPFlow, state: FlowState, key: str, path: Path, relative: str, facts: RequestFacts
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        key: str,
+        path: Path,
+        relative: str,
+        facts: RequestFacts,
+        rules: RequestRules,
     ) -> None:
         request = stored_request(facts, self.key_headers)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
@@ -445,14 +501,15 @@ class Cassette:
         # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
         nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
-        error = miss.miss_body(key, method, url, relative, self.mode, nearest)
+        error = miss.miss_body(key, method, url, relative, rules.mode, nearest, rules.scope, rules.test)
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
         # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
         entry = {"key": key, "method": method, "url": url, "cassette": relative, "closest": nearest}
         with self.lock:
-            self.report.misses.append({**entry, "body": request["body"]})
-        log.warning(f"cassette miss: {method} {url} key={key} (would be {relative})")
+            self.report.missed({**entry, "test": rules.test, "scope": rules.scope, "body": request["body"]})
+        in_test = f" in test {rules.test}" if rules.test else ""
+        log.warning(f"cassette miss: {method} {url} key={key} (would be {relative}){in_test}")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""

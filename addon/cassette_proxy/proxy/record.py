@@ -40,6 +40,10 @@ class RecordTarget:
     relative: str
     request: dict
     existed: bool
+    test: str | None = None
+    """The test that sent the request (None: outside any test), for the report."""
+    statuses: frozenset[int] | None = None
+    """The statuses saved for this request (a test's `record_statuses`); None: the run's."""
 
 
 class Recorder:
@@ -97,7 +101,7 @@ class Recorder:
     def save(self, flow: http.HTTPFlow, target: RecordTarget, body: dict, count: bool = True) -> asyncio.Future | None:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
         status = flow.response.status_code
-        if status not in self.statuses:
+        if status not in (self.statuses if target.statuses is None else target.statuses):
             if count:
                 self.not_recorded(
                     target,
@@ -149,7 +153,7 @@ class Recorder:
                     self.report.recorded += 1
                 if count and is_client_error(cassette["response"]["status"]):
                     self.report.client_errors["recorded"] += 1
-                self.report.cassettes_used.add(target.relative)
+                self.report.used_by(target.test, target.relative, "recorded" if count else None)
             url = redact.loggable_url(target.request["url"])
             log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")
             return None

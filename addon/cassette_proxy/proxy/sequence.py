@@ -1,4 +1,10 @@
-"""`cassette_repeats=sequence`: the n-th identical request of a run records and replays the n-th recording."""
+"""`cassette_repeats=sequence`: a test's n-th identical request records and replays the n-th recording.
+
+Counted per test (the test the proxy was told of, test_control.py), so a test
+gets the same recordings whether it runs alone, after others, or beside them on
+another xdist worker; requests outside any test have a counter of their own.
+A test's counters start again when the test starts (a rerun counts from 1).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,21 @@ from ..core.location import repeat_path
 
 class Sequencer:
     def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
-        """How many times this run has seen each key."""
+        self.seen: dict[str | None, dict[str, int]] = {}
+        """How many times each test (None: outside any test) has sent each key."""
 
-    def next(self, key: str, first: str, root_prefix: str, replaying: bool) -> str:
+    def next(self, key: str, first: str, root_prefix: str, replaying: bool, test: str | None = None) -> str:
         """The relative path of this request's recording; past the last one, replay keeps answering with it."""
-        n = self.seen.get(key, 0) + 1
+        seen = self.seen.get(test)
+        if seen is None:
+            seen = self.seen[test] = {}
+        n = seen.get(key, 0) + 1
         if replaying and n > 1 and not os.path.exists(root_prefix + repeat_path(first, n)):
             n -= 1
-        self.seen[key] = n
+        seen[key] = n
         return repeat_path(first, n)
+
+    def start(self, test: str, resume: bool = False) -> None:
+        """A test starts: its count begins at 1, unless it resumes after a fixture of a wider scope."""
+        if not resume:
+            self.seen.pop(test, None)

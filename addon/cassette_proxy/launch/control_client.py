@@ -1,0 +1,64 @@
+"""The runner's side of the control channel (proxy/test_control.py): tell the proxy which test runs.
+
+No mitmproxy import: this runs in the test process. A request in absolute form
+straight to the proxy's listener, so no proxy variable, NO_PROXY entry or DNS
+can send it elsewhere; the proxy answers it itself.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+CONTROL_URL = "http://cassette.control"
+"""The reserved origin the addon answers itself; reachable only through the proxy."""
+CONTROL_URL_VAR = "CASSETTE_CONTROL_URL"
+CONTROL_TOKEN_VAR = "CASSETTE_CONTROL_TOKEN"
+TOKEN_HEADER = "x-cassette-control-token"
+
+
+class ControlError(Exception):
+    """The proxy refused or could not act on a control call; the message is the proxy's."""
+
+
+class ControlClient:
+    def __init__(self, proxy_url: str, token: str, timeout: float = 30) -> None:
+        parts = urlsplit(proxy_url)
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
+            raise ValueError(f"not a proxy URL: {proxy_url!r} (expected http://HOST:PORT)")
+        self.host, self.port = parts.hostname, parts.port
+        self.token = token
+        self.timeout = timeout
+
+    def start(self, test: str, options: Mapping[str, Any] | None = None, resume: bool = False) -> dict:
+        """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...)."""
+        return self.call("/v1/test/start", {"test": test, "options": dict(options or {}), "resume": resume})
+
+    def end(self, test: str) -> dict:
+        """Requests from now on belong to no test."""
+        return self.call("/v1/test/end", {"test": test})
+
+    def call(self, path: str, body: dict) -> dict:
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            connection.request(
+                "POST",
+                CONTROL_URL + path,
+                body=json.dumps(body).encode(),
+                headers={"content-type": "application/json", TOKEN_HEADER: self.token},
+            )
+            response = connection.getresponse()
+            data = response.read()
+        finally:
+            connection.close()
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            answer = {"error": {"message": data[:300].decode(errors="replace")}}
+        if response.status != 200:
+            message = answer.get("error", {}).get("message") if isinstance(answer, dict) else None
+            raise ControlError(message or f"the proxy answered {response.status} to {path}")
+        return answer
