@@ -100,3 +100,16 @@ def test_a_bad_key_or_record_option_stops_mitmdump_naming_it(tmp_path, setting, 
     result = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
+
+
+def test_run_passes_allowed_hosts_to_the_addon(tmp_path):
+    parser = argparse.ArgumentParser()
+    launcher.add_arguments(parser)
+    args = parser.parse_args(["--allow-host", "cdn.example.com", "--allow-host", "*.images.example"])
+    settings = launcher.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
+    command = launcher.command(settings, tmp_path, [])
+    sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
+    assert [s for s in sets if s.startswith("cassette_allow_hosts=")] == [
+        "cassette_allow_hosts=cdn.example.com",
+        "cassette_allow_hosts=*.images.example",
+    ]

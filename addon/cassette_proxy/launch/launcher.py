@@ -152,6 +152,8 @@ class Settings:
     """Key headers on top of the defaults (`cassette_key_headers`)."""
     ignore_values: Sequence[str] = ()
     """`cassette_ignore_values`: regular expressions or preset names."""
+    allow_hosts: Sequence[str] = ()
+    """`cassette_allow_hosts`: hosts outside the scope a replay run may still reach."""
 
     def controlled_hosts(self) -> list[str]:
         """The --hosts given (or the defaults) plus every reverse target, which is there to be recorded."""
@@ -191,6 +193,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "values are keyed as numbered placeholders. Repeatable.",
     )  # fmt: skip
     parser.add_argument(
+        "--allow-host", action="append", default=[], metavar="GLOB",
+        help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
+        "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
         "--mitmdump",
         help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",
     )
@@ -215,6 +222,7 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore=args.ignore,
         key_headers=args.key_header,
         ignore_values=args.ignore_value,
+        allow_hosts=args.allow_host,
     )
 
 
@@ -340,7 +348,7 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
 
 
 def key_options(settings: Settings) -> list[str]:
-    """`--set` arguments for the key settings given; none given leaves the addon's defaults (and any extra args)."""
+    """`--set` arguments for the key and offline settings given; none given leaves the addon's defaults (and any extra args)."""
     args = []
     for path in settings.ignore:
         args += ["--set", f"cassette_ignore={path}"]
@@ -349,6 +357,8 @@ def key_options(settings: Settings) -> list[str]:
             args += ["--set", f"cassette_key_headers={name}"]
     for pattern in settings.ignore_values:
         args += ["--set", f"cassette_ignore_values={pattern}"]
+    for host in settings.allow_hosts:
+        args += ["--set", f"cassette_allow_hosts={host}"]
     return args
 
 
