@@ -18,47 +18,42 @@ from pathlib import Path
 from typing import Any
 
 from . import eventstream
-from .key import parse_json_body
+from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
 """2 adds `keyed_with` (the settings the key was computed under) and a multipart request's `content_type`."""
 READABLE_VERSIONS = (1, 2)
 """A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over."""
 
-DROPPED_HEADERS = frozenset(
-    {
-        # credentials and account identifiers
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-        "openai-organization",
-        "openai-project",
-        "anthropic-organization-id",
-        # hop-by-hop, or recomputed on replay because the body is stored decoded
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "te",
-        "trailer",
-        "upgrade",
-        "content-length",
-        "content-encoding",
-        # AWS SigV4: request headers, listed so that no echo of them is ever stored either
-        "x-amz-date",
-        "x-amz-security-token",
-        "x-amz-content-sha256",
-        # volatile: differs on every recording and only adds noise to reviews
-        "date",
-        "age",
-        "alt-svc",
-    }
+DROPPED_HEADERS = (
+    CREDENTIAL_HEADERS
+    | SIGV4_HEADERS
+    | frozenset(
+        {
+            # account identifiers, and cookies set
+            "set-cookie",
+            "openai-organization",
+            "openai-project",
+            "anthropic-organization-id",
+            # hop-by-hop, or recomputed on replay because the body is stored decoded
+            "connection",
+            "keep-alive",
+            "proxy-connection",
+            "transfer-encoding",
+            "te",
+            "trailer",
+            "upgrade",
+            "content-length",
+            "content-encoding",
+            # volatile: differs on every recording and only adds noise to reviews
+            "date",
+            "age",
+            "alt-svc",
+        }
+    )
 )
-"""Response headers never written to a cassette."""
+"""Response headers never written to a cassette (the request's credential and SigV4 headers too: no echo of them
+is ever stored)."""
 
 
 class CassetteError(Exception):

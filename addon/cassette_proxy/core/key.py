@@ -62,27 +62,19 @@ SAS_QUERY_PARAMS = frozenset(
 """The fields of an Azure shared access signature: dropped with `sig`, and only when `sig` is there, because
 outside a SAS URL a parameter named `sp` or `st` is an ordinary one that must count."""
 
-UNKEYABLE_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        # AWS SigV4: the signature, its timestamp, the session token, the signed body hash
-        "x-amz-date",
-        "x-amz-security-token",
-        "x-amz-content-sha256",
-    }
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
 )
+"""Headers that carry a credential, in either direction."""
+
+SIGV4_HEADERS = frozenset({"x-amz-date", "x-amz-security-token", "x-amz-content-sha256"})
+"""AWS SigV4: the signature's timestamp, the session token, the signed body hash: new on every request."""
+
+UNKEYABLE_HEADERS = CREDENTIAL_HEADERS | SIGV4_HEADERS
 """Request headers that carry a credential or change on every request: never keyed, so never stored
 (a request stores only its key headers)."""
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
-"""Request headers in the key unless `cassette_key_headers` says otherwise: they change what the API does."""
 
 
 class RequestFacts(NamedTuple):
