@@ -1,5 +1,8 @@
 """Real processes for the integration tests: the fake upstream and `mitmdump` with the addon.
 
+The free port and the CA bundle come from the launcher's own code (what `cassette run` does); the client
+environment is set by hand on purpose: tests route even loopback through the proxy (NO_PROXY empty).
+
 Every server listens on 127.0.0.1 on a free port (port 0 + a ready file, never a
 fixed port) and is stopped by its PID. mitmdump runs from its own environment
 (`$CASSETTE_MITMDUMP`, set by scripts/test) because mitmproxy pins h11 below
@@ -12,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +22,8 @@ import time
 from pathlib import Path
 
 import httpx
+from cassette_proxy.launch.client_env import write_ca_bundle
+from cassette_proxy.launch.launcher import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SUPPORT = Path(__file__).resolve().parent
@@ -37,12 +41,6 @@ def mitmdump_path() -> str:
     if not found:
         raise RuntimeError("mitmdump not found: run the tests through scripts/test, or set CASSETTE_MITMDUMP")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_file(path: Path, process: subprocess.Popen, log: Path, timeout: float = 30) -> dict:
@@ -183,10 +181,10 @@ class Proxy:
         """The system's CAs plus this proxy's CA, as a launcher would hand to clients."""
         bundle = self.folder / "ca-bundle.pem"
         if not bundle.exists():
-            system = SYSTEM_CA_BUNDLE.read_text() if SYSTEM_CA_BUNDLE.exists() else ""
-            # Written aside and renamed: client threads asking at once never read half a file.
+            # The launcher's own bundle (system CAs + the proxy's), written aside and renamed: client threads
+            # asking at once never read half a file.
             partial = bundle.with_name(f"{bundle.name}.{threading.get_ident()}.tmp")
-            partial.write_text(system + "\n" + (self.confdir / "mitmproxy-ca-cert.pem").read_text())
+            write_ca_bundle(partial, self.confdir / "mitmproxy-ca-cert.pem", {})
             os.replace(partial, bundle)
         return bundle
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, NamedTuple
-from urllib.parse import parse_qsl, quote_plus, urlencode
+from urllib.parse import quote_plus, urlencode
 
 from .volatile import ValuePattern, with_placeholders
 
@@ -402,7 +402,3 @@ class KeyCache:
                 del self._keys[next(iter(self._keys))]
             self._keys[exact] = key
         return key
-
-
-def parse_query(query_string: str) -> list[tuple[str, str]]:
-    return parse_qsl(query_string, keep_blank_values=True)
