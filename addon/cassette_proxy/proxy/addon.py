@@ -27,6 +27,7 @@ from mitmproxy import ctx, exceptions, http
 from ..core import redact
 from ..core.atomic_write import remove_stale_temp_files, write_atomic
 from ..core.cassette_file import CassetteError, body_fields
+from ..core.closest import ClosestSearch
 from ..core.defaults import (
     DEFAULT_DIR,
     DEFAULT_HOSTS,
@@ -67,6 +68,7 @@ class Cassette:
         """Every change to the report takes it: worker threads write cassettes and count them too."""
         self.replayer = Replayer()
         self.sequencer = Sequencer()
+        self.closest = ClosestSearch()
         self.seal = Seal()
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
@@ -362,8 +364,8 @@ class Cassette:
         body = redact.redacted(
             body_fields(facts.body, facts.content_type)["body"], ("request", "body"), self.redact_rules
         )
-        # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
-        nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, ident["method"], body)
+        # Up to MAX_CANDIDATES files to compare (read once, then kept): off the event loop, which serves every other client.
+        nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, ident["method"], body)
         error = miss.miss_body(key, ident["method"], ident["url"], relative, self.mode, nearest)
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
