@@ -48,6 +48,7 @@ from ..core.scope import HostScope, is_loopback, normal_host
 from . import miss
 from .errors import error_response, json_response
 from .facts import request_facts
+from .listen_backlog import raise_backlog
 from .record import Recorder, RecordTarget
 from .replay import Replayer
 from .seal import Seal
@@ -234,6 +235,7 @@ class Cassette:
             opts.connection_strategy = "lazy"
 
     def running(self) -> None:
+        raise_backlog(ctx.master.addons.get("proxyserver"))
         for stale in remove_stale_temp_files(self.root):
             log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
         if not ctx.options.cassette_ready_file:
