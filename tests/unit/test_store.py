@@ -176,3 +176,20 @@ def test_the_replay_cache_stays_bounded(tmp_path):
         write_atomic(path, dumps(cassette()))
         cache.load(path)
     assert len(cache._entries) == 2
+
+
+def test_the_replay_cache_keeps_a_byte_budget_and_no_huge_body(tmp_path):
+    cache = ReplayCache(max_bytes=4000)
+    paths = []
+    for i in range(5):
+        path = tmp_path / f"{i:032x}.json"
+        write_atomic(path, dumps(cassette(body_format="text", body=str(i) * 900)))
+        paths.append(str(path))
+        cache.load(str(path))
+    assert cache.bytes <= 4000
+    assert list(cache._entries) == paths[1:]  # the oldest made room
+    huge = tmp_path / f"{9:032x}.json"
+    write_atomic(huge, dumps(cassette(body_format="text", body="h" * 1001)))  # above a quarter of the budget
+    assert cache.load(str(huge)).body == b"h" * 1001
+    assert str(huge) not in cache._entries
+    assert cache.bytes == sum(len(replay.body) for _, replay in cache._entries.values())

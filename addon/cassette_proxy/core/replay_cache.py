@@ -13,6 +13,7 @@ class Replay(NamedTuple):
     """A cassette ready to answer with: parsed, its body encoded, its headers as wire fields."""
 
     cassette: dict
+    """The parsed cassette; built by a replay worker (replay_worker.py), its response without its body."""
     body: bytes
     header_fields: tuple[tuple[bytes, bytes], ...]
     """The stored response headers plus `content-length`, as (name, value) bytes in mitmproxy's `Headers` form."""
@@ -24,16 +25,28 @@ def replay_of(path: Path, cassette: dict) -> Replay:
         body = decode_body(response.get("body_format", "text"), response.get("body", ""))
     except (ValueError, TypeError, AttributeError) as e:
         raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
+    return Replay(cassette, body, wire_fields(path, response.get("headers", {}), len(body)))
+
+
+def wire_fields(path: Path, headers: dict[str, str], body_length: int) -> tuple[tuple[bytes, bytes], ...]:
     try:
-        fields = [(_wire(name), _wire(value)) for name, value in response.get("headers", {}).items()]
+        fields = [(_wire(name), _wire(value)) for name, value in headers.items()]
     except UnicodeEncodeError as e:
         raise CassetteError(path, f"response.headers hold a character HTTP cannot carry: {e}") from None
-    fields.append((b"content-length", str(len(body)).encode()))
-    return Replay(cassette, body, tuple(fields))
+    fields.append((b"content-length", str(body_length).encode()))
+    return tuple(fields)
 
 
 def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
+
+
+Stamp = tuple[int, int, int]
+"""(inode, size, mtime_ns): a cassette rewritten by another proxy (atomic rename: a new inode) differs."""
+
+
+def stamp_of(status: os.stat_result) -> Stamp:
+    return status.st_ino, status.st_size, status.st_mtime_ns
 
 
 class ReplayCache:
@@ -43,21 +56,39 @@ class ReplayCache:
     cache saves re-parsing the file each time. An entry is used only while the
     file's inode, size and modification time are unchanged, so a cassette
     rewritten by another proxy (atomic rename: a new inode) is read again.
+    Bounded in entries and in body bytes: a body above a quarter of `max_bytes`
+    is not kept, so a few huge cassettes cannot pin gigabytes for the whole run.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.size = size
-        self._entries: dict[str, tuple[tuple[int, int, int], Replay]] = {}
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: dict[str, tuple[Stamp, Replay]] = {}
 
-    def load(self, path: str) -> Replay:
-        """The same errors as `load`. Callers must not mutate the cassette."""
-        status = os.stat(path)
-        stamp = (status.st_ino, status.st_size, status.st_mtime_ns)
-        entry = self._entries.get(path)
-        if entry is not None and entry[0] == stamp:
-            return entry[1]
-        replay = replay_of(Path(path), load(Path(path)))
-        if len(self._entries) >= self.size:
-            del self._entries[next(iter(self._entries))]
-        self._entries[path] = (stamp, replay)
+    def load(self, path: str, status: os.stat_result | None = None) -> Replay:
+        """The same errors as `load`. Callers must not mutate the cassette. `status`: the file's, if just stat-ed."""
+        stamp = stamp_of(status or os.stat(path))
+        replay = self.lookup(path, stamp)
+        if replay is None:
+            replay = replay_of(Path(path), load(Path(path)))
+            self.store(path, stamp, replay)
         return replay
+
+    def lookup(self, path: str, stamp: Stamp) -> Replay | None:
+        entry = self._entries.get(path)
+        return entry[1] if entry is not None and entry[0] == stamp else None
+
+    def store(self, path: str, stamp: Stamp, replay: Replay) -> None:
+        self._drop(path)
+        if len(replay.body) > self.max_bytes // 4:
+            return
+        while self._entries and (len(self._entries) >= self.size or self.bytes + len(replay.body) > self.max_bytes):
+            self._drop(next(iter(self._entries)))
+        self._entries[path] = (stamp, replay)
+        self.bytes += len(replay.body)
+
+    def _drop(self, path: str) -> None:
+        entry = self._entries.pop(path, None)
+        if entry is not None:
+            self.bytes -= len(entry[1].body)

@@ -291,7 +291,7 @@ class Cassette:
         path = self.root_prefix + relative
         if mode != "update":
             try:
-                replay = self.replayer.load(path)
+                replay = await self.replayer.load(path)
             except (OSError, CassetteError) as e:
                 self._answer_unusable_cassette(flow, state, path, e)
                 return

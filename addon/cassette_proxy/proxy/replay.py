@@ -2,18 +2,41 @@
 
 The `Replayer` answers a flow with a cassette from the `ReplayCache`, whole
 or (for a stream with `cassette_replay_timing`) through the timed-replay server.
+A large cassette is read and parsed by a worker process (core/replay_worker.py),
+never on the event loop that serves every other client.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
 import time
+from pathlib import Path
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from ..core.replay_cache import Replay, ReplayCache
+from ..core.cassette_file import load
+from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
+from ..core.replay_worker import replay_from
 from .state import FlowState
 from .timed_replay import TimedReplayServer, TimedStream
+
+BIG_CASSETTE_BYTES = 1024 * 1024
+"""Cassette files from this size on are built by a worker process: parsing one on the event loop
+(about 10 ms per MB, holding the GIL) would stall every other client for that long."""
+
+WORKERS = 2
+"""Replay workers at once: each holds a few times its cassette's size in memory while it works."""
+
+WORKER_PYTHON = None if getattr(sys, "frozen", False) else sys.executable
+"""A frozen mitmdump (the standalone binary) is no Python to run a worker with: it parses on the loop."""
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+WORKER_CODE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from cassette_proxy.core.replay_worker import main; main()"
+)
 
 
 class Replayer:
@@ -24,13 +47,52 @@ class Replayer:
         self.timed = TimedReplayServer()
         self.speed: float | None = None
         """cassette_replay_timing: None sends a stream at once, else the speed factor of its recorded gaps."""
+        self.workers = asyncio.Semaphore(WORKERS)
 
-    def load(self, path: str) -> Replay | None:
+    async def load(self, path: str) -> Replay | None:
         """The cassette at `path` ready to answer with, or None when there is none; CassetteError/OSError if unusable."""
         try:
-            return self.cache.load(path)
+            status = os.stat(path)
+            stamp = stamp_of(status)
+            if status.st_size < BIG_CASSETTE_BYTES or WORKER_PYTHON is None:
+                return self.cache.load(path, status)
+            if self.speed is not None:
+                # A timed stream needs its events, which a worker does not send back: built here.
+                replay = self.cache.lookup(path, stamp)
+                if replay is None or "body" not in replay.cassette["response"]:
+                    replay = replay_of(Path(path), load(Path(path)))
+                    self.cache.store(path, stamp, replay)
+                return replay
+            replay = self.cache.lookup(path, stamp)
+            if replay is None:
+                replay = await self._build_in_worker(path)
+                self.cache.store(path, stamp, replay)
+            return replay
         except FileNotFoundError:
             return None
+
+    async def _build_in_worker(self, path: str) -> Replay:
+        async with self.workers:
+            worker = await asyncio.create_subprocess_exec(
+                WORKER_PYTHON, "-I", "-c", WORKER_CODE, PACKAGE_PARENT, path,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                limit=1024 * 1024,
+            )  # fmt: skip
+            try:
+                head = json.loads(await worker.stdout.readline() or b"null")
+                if not isinstance(head, dict):
+                    raise ValueError("no answer")
+                body = await worker.stdout.readexactly(head.get("body_length", 0))
+            except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
+                await worker.wait()
+                problem = (await worker.stderr.read()).decode(errors="replace").strip()[-500:]
+                raise OSError(
+                    f"{path}: the replay worker failed ({e}; exit code {worker.returncode}): {problem}"
+                ) from None
+            finally:
+                if worker.returncode is None:
+                    await worker.wait()
+        return replay_from(Path(path), head, body)
 
     async def answer(self, flow: http.HTTPFlow, state: FlowState, replay: Replay) -> None:
         recorded = replay.cassette["response"]

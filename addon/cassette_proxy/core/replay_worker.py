@@ -1,0 +1,61 @@
+"""The replay of a large cassette, built in a separate process: `python -m cassette_proxy.core.replay_worker PATH`.
+
+Reading, parsing and re-encoding a 50 MB cassette takes the proxy's CPU for a
+second or more, and a thread would not help: `json.loads` and `json.dumps`
+hold the GIL throughout, so every other client would wait. A process has its
+own GIL; the proxy only reads the finished body from a pipe, without blocking
+its event loop. The worker validates exactly as the proxy does (the same `load`).
+
+Its output: one JSON line, then the body's bytes:
+  {"response": <the cassette's response without its body>, "body_length": n}
+  {"error": "missing" | "unusable" | "unreadable", "problem": "..."}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .cassette_file import CassetteError, load
+from .replay_cache import Replay, replay_of, wire_fields
+
+
+def reply(path: Path) -> tuple[dict, bytes]:
+    """The head line's object and the body, for the cassette at `path`."""
+    try:
+        replay = replay_of(path, load(path))
+    except FileNotFoundError:
+        return {"error": "missing", "problem": "no such file"}, b""
+    except CassetteError as e:
+        return {"error": "unusable", "problem": e.problem}, b""
+    except OSError as e:
+        return {"error": "unreadable", "problem": str(e)}, b""
+    response = {name: value for name, value in replay.cassette["response"].items() if name != "body"}
+    return {"response": response, "body_length": len(replay.body)}, replay.body
+
+
+def replay_from(path: Path, head: dict, body: bytes) -> Replay:
+    """The `Replay` a worker's output stands for; raises what `ReplayCache.load` would have raised."""
+    error = head.get("error")
+    if error == "missing":
+        raise FileNotFoundError(str(path))
+    if error == "unusable":
+        raise CassetteError(path, head["problem"])
+    if error is not None:
+        raise OSError(f"{path}: {head.get('problem')}")
+    response = head["response"]
+    return Replay({"response": response}, body, wire_fields(path, response.get("headers", {}), len(body)))
+
+
+def main() -> None:
+    path = Path(sys.argv[1])
+    head, body = reply(path)
+    out = sys.stdout.buffer
+    out.write(json.dumps(head).encode() + b"\n")
+    out.write(body)
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
