@@ -87,6 +87,28 @@ def decode_body(body_format: str, body: Any) -> bytes:
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
+LARGE_JSON_BYTES = 1024 * 1024
+"""A JSON response body above this is stored as text, its exact replay bytes (see `large_json_as_text`)."""
+
+
+def large_json_as_text(cassette: dict, limit: int = LARGE_JSON_BYTES) -> dict:
+    """The cassette with a JSON response body above `limit` bytes stored as text instead.
+
+    Replaying a JSON body means parsing the file and encoding the body again:
+    for a 20 MB body that took seconds and six times its size in memory. The
+    text is exactly what that encoding gives, so a replay sends the same bytes
+    either way; no one reviews a diff of megabytes field by field. Called on
+    the redacted cassette, so redaction rules still see the fields.
+    """
+    response = cassette.get("response", {})
+    if response.get("body_format") != "json":
+        return cassette
+    encoded = _json_bytes(response["body"])
+    if len(encoded) <= limit:
+        return cassette
+    return {**cassette, "response": {**response, "body_format": "text", "body": encoded.decode("utf-8")}}
+
+
 def stored_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
     """Response headers worth keeping, lower-cased; repeated ones joined with ", " as HTTP allows."""
     kept: dict[str, str] = {}

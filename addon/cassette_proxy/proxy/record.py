@@ -23,7 +23,14 @@ from mitmproxy.net import encoding
 from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
+from ..core.cassette_file import (
+    body_fields,
+    dumps,
+    events_fields,
+    large_json_as_text,
+    new_cassette,
+    stored_headers,
+)
 from ..core.report import Report
 from .stream_recorder import StreamRecorder
 
@@ -120,7 +127,7 @@ class Recorder:
         hooks still awaiting: the report must still include the cassette.
         """
         try:
-            write_atomic(target.path, dumps(redact.redact(cassette, self.redact_rules)))
+            write_atomic(target.path, dumps(large_json_as_text(redact.redact(cassette, self.redact_rules))))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)
