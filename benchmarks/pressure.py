@@ -8,7 +8,8 @@ that every system is started, probed and stopped the same way.
 - Big bodies: while `CONCURRENT` clients fetch big cassettes for the first
   time, another client's small hits are timed; against the floor answering a
   ready body of the same size, and against ours with the big cassettes parsed
-  on the event loop (in_loop_addon.py: what the proxy did before). The peak
+  on the event loop (in_loop_addon.py: what the proxy did before), from cassettes
+  as recording writes them now (a big JSON body as text) and as before (JSON). The peak
   RSS is of the proxy and its replay workers together, sampled every 10 ms.
 - Burst: `BURST` connections opened at once, one small request each.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import statistics
 import threading
@@ -27,17 +29,20 @@ from pathlib import Path
 import load
 import workload
 from cassette_proxy.core import key
-from cassette_proxy.core.cassette_file import body_fields, dumps, new_cassette
+from cassette_proxy.core.cassette_file import body_fields, dumps, large_json_as_text, new_cassette
 from cassette_proxy.core.location import relative_path
 
 HOST = "127.0.0.1"
 CONCURRENT = 3
+REAL_CANDIDATES = 200
+"""Cassettes of the miss part written for real (keyed); the others are copies of the last one, 100× faster."""
 BURST = 500
 MB = 1024 * 1024
 
 
-def write_cassette(root: Path, port: int, request_body: bytes, response_body) -> Path:
-    """A cassette for this request body, in the real format, keyed as the addon keys it."""
+def write_cassette(root: Path, port: int, request_body: bytes, response_body, as_recorded: bool = True) -> Path:
+    """A cassette for this request body, in the real format, keyed as the addon keys it; `as_recorded`:
+    as recording writes it now (a big JSON body as text), else as it did before (JSON)."""
     headers = workload.request_headers(HOST, port, request_body)
     facts = key.RequestFacts(
         "POST", "http", HOST, port, workload.CHAT_PATH, [], headers, request_body, "application/json"
@@ -48,6 +53,8 @@ def write_cassette(root: Path, port: int, request_body: bytes, response_body) ->
     response = {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json"}
     response["body"] = response_body
     cassette = new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
+    if as_recorded:
+        cassette = large_json_as_text(cassette)
     path = root / relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(dumps(cassette))
@@ -102,8 +109,14 @@ def part_misses(folder: Path, port: int, counts: list[int], start_ours: Callable
     for count in counts:
         began = time.perf_counter()
         for i in range(have, count):
-            body = workload.synthetic_body(i)
-            write_cassette(cassettes, port, body, workload.answer_of(body))
+            if i < REAL_CANDIDATES:
+                body = workload.synthetic_body(i)
+                template = write_cassette(cassettes, port, body, workload.answer_of(body))
+            else:
+                # The rest: copies, older than the real ones (a miss compares with the newest 200 only).
+                copy = template.with_name(f"{i:032x}.json")
+                copy.write_bytes(template.read_bytes())
+                os.utime(copy, (time.time() - 86400, time.time() - 86400))
         written, have = time.perf_counter() - began, count
         hit = workload.raw_request(HOST, port, workload.synthetic_body(0), via_proxy=True)
         proxy = start_ours(cassettes, f"ours_misses_{count}").start(hit)
@@ -180,7 +193,8 @@ async def _small_hits_during(port: int, small: bytes, big: list[bytes], expected
 def part_big_bodies(
     folder: Path, port: int, sizes_mb: list[int], rss_sizes_mb: list[int], systems: dict[str, Callable]
 ) -> dict:
-    """`systems`: name → (cassette folder, name, big body bytes) → an unstarted Mitmdump."""
+    """`systems`: name → (factory, as_recorded): the factory makes an unstarted Mitmdump from (cassette folder,
+    name, big body bytes); as_recorded: whether it replays cassettes as recording writes them now."""
     cassettes = folder / "big-cassettes"
     small_body = workload.synthetic_body(0)
     write_cassette(cassettes, port, small_body, workload.answer_of(small_body))
@@ -189,19 +203,23 @@ def part_big_bodies(
     for size_mb in sorted(set(sizes_mb) | set(rss_sizes_mb)):
         began = time.perf_counter()
         body, length = embeddings(size_mb * MB)
-        bigs = []
-        for j in range(CONCURRENT):
-            request_body = workload.chat_body(f"big-{size_mb}-{j}")
-            file = write_cassette(cassettes, port, request_body, body)
-            bigs.append(workload.raw_request(HOST, port, request_body, via_proxy=True))
+        bigs: dict[bool, list[bytes]] = {True: [], False: []}
+        file_sizes: dict[bool, int] = {}
+        for as_recorded in (True, False):
+            for j in range(CONCURRENT if size_mb in sizes_mb else 1):
+                request_body = workload.chat_body(f"big-{size_mb}-{j}-{'text' if as_recorded else 'json'}")
+                file = write_cassette(cassettes, port, request_body, body, as_recorded)
+                bigs[as_recorded].append(workload.raw_request(HOST, port, request_body, via_proxy=True))
+            file_sizes[as_recorded] = file.stat().st_size
         del body
-        print(f"  {size_mb} MB: cassettes of {file.stat().st_size / MB:.0f} MB written in "
+        print(f"  {size_mb} MB: cassettes of {file_sizes[True] / MB:.0f} MB (text) and {file_sizes[False] / MB:.0f} MB (JSON) written in "
               f"{time.perf_counter() - began:.0f} s", flush=True)  # fmt: skip
-        for name, make in systems.items():
+        for name, (make, as_recorded) in systems.items():
+            big = bigs[as_recorded]
             if size_mb in sizes_mb:
                 proxy = make(cassettes, f"{name}_stall_{size_mb}", length).start(small)
                 try:
-                    row = asyncio.run(_small_hits_during(proxy.port, small, bigs, length))
+                    row = asyncio.run(_small_hits_during(proxy.port, small, big, length))
                 finally:
                     proxy.stop()
                 stalls.append({"system": name, "body_mb": round(length / MB, 1), **row})
@@ -213,7 +231,7 @@ def part_big_bodies(
                     sampler = PeakRss(proxy.process.pid)
                     sampler.start()
                     sent = time.perf_counter()
-                    row = asyncio.run(_small_hits_during(proxy.port, small, bigs[:1], length))
+                    row = asyncio.run(_small_hits_during(proxy.port, small, big[:1], length))
                     seconds = time.perf_counter() - sent
                     peak = sampler.stop()
                 finally:
@@ -222,7 +240,7 @@ def part_big_bodies(
                     {
                         "system": name,
                         "body_mb": round(length / MB, 1),
-                        "cassette_file_mb": round(file.stat().st_size / MB, 1),
+                        "cassette_file_mb": round(file_sizes[as_recorded] / MB, 1),
                         "rss_start_mb": round(start_mb, 1),
                         "peak_rss_mb": round(peak, 1),
                         "peak_over_start_per_body": round((peak - start_mb) / (length / MB), 2),
@@ -271,7 +289,7 @@ def part_burst(folder: Path, port: int, systems: dict[str, Callable], count: int
     write_cassette(cassettes, port, body, workload.answer_of(body))
     request = workload.raw_request(HOST, port, body, via_proxy=True)
     rows = []
-    for name, make in systems.items():
+    for name, (make, _) in systems.items():
         proxy = make(cassettes, f"{name}_burst", 0).start(request)
         try:
             rows.append({"system": name, **asyncio.run(_burst(proxy.port, request, count))})

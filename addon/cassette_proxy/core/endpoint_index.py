@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict
 from typing import NamedTuple
 
-RACY_NS = 2_000_000_000
+RACY_NS = 1_000_000_000
 """A folder changed this recently may change again within the same tick of the file system's clock, leaving its
 modification time as it was: its stamp is trusted only once this much time has passed (git's "racy" rule)."""
 
