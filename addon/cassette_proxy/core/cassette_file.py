@@ -52,7 +52,7 @@ DROPPED_HEADERS = frozenset(
 class CassetteError(Exception):
     """A cassette file exists but cannot be used; the message names the file and the problem."""
 
-    def __init__(self, path: Path, problem: str):
+    def __init__(self, path: Path | str, problem: str):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
@@ -130,9 +130,15 @@ def new_cassette(key: str, request: dict, response: dict, recorded_with: dict) -
     }
 
 
+_COMPACT_UTF8 = json.JSONEncoder(ensure_ascii=False)
+"""What `json.dumps(value, ensure_ascii=False)` builds on every call; built once (every first-sight hit encodes)."""
+
+
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     """UTF-8 JSON; with escapes instead when a string holds a lone surrogate (`"\\ud800"` parses to one)."""
     try:
+        if indent is None:
+            return _COMPACT_UTF8.encode(value).encode("utf-8")
         return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, indent=indent).encode("ascii")
@@ -153,7 +159,11 @@ _REQUIRED = {
 
 def load(path: Path) -> dict:
     """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent."""
-    raw = path.read_bytes()
+    return parse(path, path.read_bytes())
+
+
+def parse(path: Path | str, raw: bytes) -> dict:
+    """Validate the bytes of the cassette file at `path` (named in errors) and return the cassette."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

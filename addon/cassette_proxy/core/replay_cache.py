@@ -6,29 +6,33 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from .cassette_file import CassetteError, decode_body, load
+from .cassette_file import CassetteError, decode_body, parse
 
 
 class Replay(NamedTuple):
     """A cassette ready to answer with: parsed, its body encoded, its headers as wire fields."""
 
     cassette: dict
-    """The parsed cassette; built by a replay worker (replay_worker.py), its response without its body."""
+    """{"response": the cassette's response without its body (kept for a stream: timed replay plays its events)}.
+    No more is kept: a run holds hundreds of these, and every parsed object kept is work for the GC."""
     body: bytes
     header_fields: tuple[tuple[bytes, bytes], ...]
     """The stored response headers plus `content-length`, as (name, value) bytes in mitmproxy's `Headers` form."""
 
 
-def replay_of(path: Path, cassette: dict) -> Replay:
+def replay_of(path: Path | str, cassette: dict) -> Replay:
     response = cassette["response"]
     try:
         body = decode_body(response.get("body_format", "text"), response.get("body", ""))
     except (ValueError, TypeError, AttributeError) as e:
         raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
-    return Replay(cassette, body, wire_fields(path, response.get("headers", {}), len(body)))
+    kept = {
+        name: value for name, value in response.items() if name != "body" or response.get("body_format") == "events"
+    }
+    return Replay({"response": kept}, body, wire_fields(path, response.get("headers", {}), len(body)))
 
 
-def wire_fields(path: Path, headers: dict[str, str], body_length: int) -> tuple[tuple[bytes, bytes], ...]:
+def wire_fields(path: Path | str, headers: dict[str, str], body_length: int) -> tuple[tuple[bytes, bytes], ...]:
     try:
         fields = [(_wire(name), _wire(value)) for name, value in headers.items()]
     except UnicodeEncodeError as e:
@@ -71,7 +75,10 @@ class ReplayCache:
         stamp = stamp_of(status or os.stat(path))
         replay = self.lookup(path, stamp)
         if replay is None:
-            replay = replay_of(Path(path), load(Path(path)))
+            with open(path, "rb", buffering=0) as file:
+                raw = file.read()
+            # `path` as it came, a string: a `Path` per first sight cost more than the parse (pathlib is slow).
+            replay = replay_of(path, parse(path, raw))
             self.store(path, stamp, replay)
         return replay
 

@@ -31,7 +31,7 @@ def reply(path: Path) -> tuple[dict, bytes]:
         return {"error": "unusable", "problem": e.problem}, b""
     except OSError as e:
         return {"error": "unreadable", "problem": str(e)}, b""
-    response = {name: value for name, value in replay.cassette["response"].items() if name != "body"}
+    response = {name: value for name, value in replay.cassette["response"].items() if name != "body"}  # events too
     return {"response": response, "body_length": len(replay.body)}, replay.body
 
 

@@ -59,7 +59,8 @@ class Replayer:
             if self.speed is not None:
                 # A timed stream needs its events, which a worker does not send back: built here.
                 replay = self.cache.lookup(path, stamp)
-                if replay is None or "body" not in replay.cassette["response"]:
+                recorded = replay.cassette["response"] if replay is not None else {}
+                if replay is None or (recorded.get("body_format") == "events" and "body" not in recorded):
                     replay = replay_of(Path(path), load(Path(path)))
                     self.cache.store(path, stamp, replay)
                 return replay
