@@ -99,3 +99,25 @@ def test_a_timed_replay_of_a_big_stream_keeps_its_events(tmp_path, workers):
     replayer.speed = 1.0
     assert asyncio.run(replayer.load(path)).cassette["response"]["body"] == events
     assert workers == []
+
+
+def test_a_worker_whose_client_went_away_does_not_outlive_it(tmp_path, monkeypatch):
+    """A client that disconnects mid-read cancels the load; the worker, stuck on its full pipe, is killed."""
+    path = write_cassette(tmp_path / f"{KEY}.json", "json", BIG)
+    stuck = 'import sys, time; sys.stdout.write(\'{"response": {}, "body_length": 1000000000}\\n\'); sys.stdout.flush(); time.sleep(120)'
+    monkeypatch.setattr(replay_module, "WORKER_CODE", stuck)
+    workers = []
+    real = asyncio.create_subprocess_exec
+
+    async def keep(*args, **kwargs):
+        workers.append(await real(*args, **kwargs))
+        return workers[-1]
+
+    monkeypatch.setattr(replay_module.asyncio, "create_subprocess_exec", keep)
+
+    async def client_gives_up() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(Replayer().load(path), 1)
+        assert workers[0].returncode is not None  # reaped: killed after the grace period, not left running
+
+    asyncio.run(client_gives_up())

@@ -9,6 +9,7 @@ never on the event loop that serves every other client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -85,14 +86,15 @@ class Replayer:
                     raise ValueError("no answer")
                 body = await worker.stdout.readexactly(head.get("body_length", 0))
             except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
-                await worker.wait()
+                await _end(worker)
                 problem = (await worker.stderr.read()).decode(errors="replace").strip()[-500:]
                 raise OSError(
                     f"{path}: the replay worker failed ({e}; exit code {worker.returncode}): {problem}"
                 ) from None
             finally:
-                if worker.returncode is None:
-                    await worker.wait()
+                # Also when the client went away mid-read (cancelled): a worker nobody reads would block on
+                # its full pipe forever, holding its memory.
+                await _end(worker)
         return replay_from(Path(path), head, body)
 
     async def answer(self, flow: http.HTTPFlow, state: FlowState, replay: Replay) -> None:
@@ -119,3 +121,21 @@ class Replayer:
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.timed.port
         request.path = self.timed.register(stream)
         state.timed_replay = True
+
+
+async def _end(worker: asyncio.subprocess.Process, grace: float = 2.0) -> None:
+    """Reap a replay worker, killing it if it has not exited within `grace` seconds.
+
+    It exits by itself once it has written its answer; one stuck on a full pipe (its client went away
+    before the body was read) would otherwise hold its memory forever. Not killed at once: on Python
+    3.11, `kill()` polls, which can reap the process before asyncio's child watcher does, and the
+    exit code is lost.
+    """
+    if worker.returncode is not None:
+        return
+    try:
+        await asyncio.wait_for(asyncio.shield(worker.wait()), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            worker.kill()
+        await worker.wait()
