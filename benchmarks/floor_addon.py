@@ -6,7 +6,9 @@ builds its response the cheapest way, as the cassette addon does (the
 `Response` constructor with ready header fields, not `Response.make`), so
 the two differ only by the lookup. With
 `--set floor_status=409` (or 500) it stands in for how other tools answer a
-miss: that status, without `x-should-retry`.
+miss: that status, without `x-should-retry`. With `--set floor_big_bytes=N`, a
+request whose body names a `big-` prompt gets a ready body of N bytes instead:
+what mitmproxy costs to send a big cassette's bytes, with nothing to read.
 """
 
 import json
@@ -39,15 +41,21 @@ ERROR_BODY = json.dumps({"error": {"message": "no recording for this request", "
 class Floor:
     def load(self, loader) -> None:
         loader.add_option("floor_status", int, 200, "The status every request is answered with.")
+        loader.add_option("floor_big_bytes", int, 0, "Body size for requests naming a big- prompt (0: none).")
 
     def configure(self, updated: set[str]) -> None:
         status = ctx.options.floor_status
         body = BODY if status == 200 else ERROR_BODY
         fields = (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())
         self.answer = status, status_codes.RESPONSES.get(status, "").encode(), fields, body
+        size = ctx.options.floor_big_bytes
+        big = (b'{"data": "' + b"x" * max(0, size - 12) + b'"}')[: max(size, 0)] if size else b""
+        big_fields = (b"content-type", b"application/json"), (b"content-length", str(len(big)).encode())
+        self.big = (200, b"OK", big_fields, big) if size else None
 
     def request(self, flow: http.HTTPFlow) -> None:
-        status, reason, fields, body = self.answer
+        big = self.big is not None and b"Request big-" in flow.request.content
+        status, reason, fields, body = self.big if big else self.answer
         now = time.time()
         flow.response = http.Response(b"HTTP/1.1", status, reason, fields, body, None, now, now)
 

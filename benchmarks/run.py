@@ -9,6 +9,11 @@
    against a plain 409 and a 500.
 4. A suite's worth: 50 streamed chat calls against a paced upstream, live
    (recording through the proxy) against replayed.
+5-7. What grows with the work (pressure.py): misses in big endpoint folders,
+   big cassettes replayed for the first time (other clients' hits meanwhile,
+   peak RSS), a burst of 500 connections.
+
+`--parts` runs a subset, e.g. `--parts throughput,misses` (see PARTS).
 
 Every process listens on 127.0.0.1 and is stopped by PID. The machine is
 shared and noisy: the systems run interleaved in many short rounds (drift
@@ -38,10 +43,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 import load  # noqa: E402
 import openai  # noqa: E402
+import pressure  # noqa: E402
 import workload  # noqa: E402
-from cassette_proxy.core import key  # noqa: E402
-from cassette_proxy.core.cassette_file import body_fields, dumps, new_cassette  # noqa: E402
-from cassette_proxy.core.location import relative_path  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
 STARTED = time.perf_counter()
@@ -49,6 +52,8 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
+PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst")
+"""`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
 
@@ -131,30 +136,44 @@ def server_replay(folder: Path, flows: Path, name: str = "server_replay") -> Mit
     )
 
 
-def floor(folder: Path, status: int = 200, name: str = "floor") -> Mitmdump:
-    return Mitmdump(name, folder, ["-s", str(HERE / "floor_addon.py"), "--set", f"floor_status={status}"])
+def floor(folder: Path, status: int = 200, name: str = "floor", big_bytes: int = 0) -> Mitmdump:
+    return Mitmdump(
+        name,
+        folder,
+        [
+            "-s",
+            str(HERE / "floor_addon.py"),
+            "--set",
+            f"floor_status={status}",
+            "--set",
+            f"floor_big_bytes={big_bytes}",
+        ],
+    )
+
+
+def pressure_systems(folder: Path, in_loop: bool) -> dict:
+    """For pressure.py: name → (factory, replays cassettes as recorded now); see pressure.part_big_bodies."""
+    systems = {
+        "floor": (lambda cassettes, name, big: floor(folder, name=name, big_bytes=big), True),
+        "ours": (lambda cassettes, name, big: ours(folder, cassettes, name=name), True),
+    }
+    if in_loop:
+
+        def in_loop_ours(cassettes: Path, name: str, big: int) -> Mitmdump:
+            proxy = ours(folder, cassettes, name=name)
+            proxy.args += ["-s", str(HERE / "in_loop_addon.py")]
+            return proxy
+
+        systems["ours_json_cassettes"] = (systems["ours"][0], False)
+        systems["before_json_on_the_loop"] = (in_loop_ours, False)
+    return systems
 
 
 def write_synthetic_cassettes(root: Path, port: int, first: int, count: int) -> None:
     """Cassettes for synthetic requests first..first+count-1, in the real format, keyed as the addon keys them."""
     for i in range(first, first + count):
         body = workload.synthetic_body(i)
-        headers = workload.request_headers(HOST, port, body)
-        facts = key.RequestFacts("POST", "http", HOST, port, workload.CHAT_PATH, [], headers, body, "application/json")
-        ident = key.identity(facts)
-        cassette_key = key.key_of(ident)
-        request = {
-            "method": "POST",
-            "url": ident["url"],
-            "headers": ident["headers"],
-            **body_fields(body, "json"),
-        }
-        response = {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json"}
-        response["body"] = workload.answer_of(body)
-        cassette = new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
-        path = root / relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(dumps(cassette))
+        pressure.write_cassette(root, port, body, workload.answer_of(body))
 
 
 def write_synthetic_flows(flows: Path, port: int, first: int, count: int) -> None:
@@ -435,10 +454,35 @@ def machine() -> dict:
 
 
 def markdown(results: dict) -> str:
-    t = results["throughput"]
     lines = [
         f"Machine: {results['machine']['cpus']} × {results['machine']['cpu_model']}, mitmproxy "
-        f"{results['machine']['mitmproxy']}, load average at start {results['machine']['load_average_at_start'][0]:.1f}.",
+        f"{results['machine']['mitmproxy']}, load average at start {results['machine']['load_average_at_start'][0]:.1f}"
+        f", at end {results['machine'].get('load_average_at_end', [0])[0]:.1f}.",
+    ]
+    for part, section in (
+        ("throughput", markdown_throughput),
+        ("scale", markdown_scale),
+        ("miss", markdown_miss),
+        ("suite", markdown_suite),
+        ("misses", markdown_misses),
+        ("big", markdown_big),
+        ("burst", markdown_burst),
+    ):
+        if part in results:
+            lines += ["", *section(results)]
+    return "\n".join(lines)
+
+
+def markdown_throughput(results: dict) -> list[str]:
+    t = results["throughput"]
+    r = t["ratios"]
+    lines = [
+        f"**First-sight hits** (every request and cassette once, a fresh proxy): "
+        f"**{r['ours_first_sight/floor req/s c=1']}×** the floor's req/s with 1 client, "
+        f"**{r['ours_first_sight/floor req/s c=8']}×** with 8; noise control (a second floor / the floor): "
+        f"{r['floor_again/floor req/s c=1']}× and {r['floor_again/floor req/s c=8']}×. Repeated hits: "
+        f"{r['ours/floor req/s c=1']}× and {r['ours/floor req/s c=8']}×; against `--server-replay`: "
+        f"{r['ours/server_replay req/s c=1']}× and {r['ours/server_replay req/s c=8']}×.",
         "",
         f"**1. Replay throughput** ({t['cassettes']} cassettes on disk; {results['rounds']} interleaved rounds "
         f"of {t['requests_per_round']} requests: req/s is the median round, latency and CPU are over all requests)",
@@ -450,8 +494,8 @@ def markdown(results: dict) -> str:
     names = {
         "floor": "(a) floor: mitmdump + constant-answer addon",
         "floor_again": "(a′) the same floor, a second process (noise control)",
-        "ours": "(b) cassette addon, hits (50 requests, each sent again and again)",
         "ours_first_sight": "(b′) cassette addon, hits (each request and cassette once)",
+        "ours": "(b) cassette addon, hits (50 requests, each sent again and again)",
         "server_replay": "(c) mitmdump --server-replay",
         "direct": "(d) fake upstream, no proxy",
     }
@@ -463,9 +507,12 @@ def markdown(results: dict) -> str:
             cells.append("–" if cpu is None else f"{cpu:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Ratios (req/s: median of the per-round ratios; CPU: over all requests; above 1 favours ours): "]
-    lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in t["ratios"].items())
-    lines.append("")
-    lines += [
+    lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in r.items())
+    return lines
+
+
+def markdown_scale(results: dict) -> list[str]:
+    lines = [
         "**2. Scale with the number of cassettes** (1,000 hits on random cassettes, sequential)",
         "",
         "| system | cassettes / flows | ready s | RSS at start MB | RSS after hits MB | hit p50 ms | hit p99 ms "
@@ -478,9 +525,12 @@ def markdown(results: dict) -> str:
             f"| {row.get('rss_after_hits_mb', '')} | {row.get('hit_p50_ms', '')} | {row.get('hit_p99_ms', '')} "
             f"| {row.get('miss_ms', '')} | {row.get('rss_after_miss_mb', '')} |"
         )
+    return lines
+
+
+def markdown_miss(results: dict) -> list[str]:
     m = results["miss"]
-    lines += [
-        "",
+    lines = [
         "**3. Miss cost** (openai SDK, default settings: time from the call to the exception)",
         "",
         "| answer to a miss | seconds | raised |",
@@ -496,13 +546,82 @@ def markdown(results: dict) -> str:
         f"\nSaved per miss: {m['saved_per_miss_vs_plain_409_s']} s against a plain 409, "
         f"{m['saved_per_miss_vs_plain_500_s']} s against a 500."
     )
+    return lines
+
+
+def markdown_suite(results: dict) -> list[str]:
     s = results["suite"]
+    return [
+        f"**4. A suite's worth**: {s['calls']} streamed chat calls (300 ms to first byte, 30 events over 1 s): "
+        f"live (recording) {s['live_s']} s, replayed {s['replay_s']} s, **{s['live/replay']}×** faster."
+    ]
+
+
+def markdown_misses(results: dict) -> list[str]:
+    rows = results["misses"]
+    lines = [
+        "**5. Miss latency against the endpoint folder's size** (a fresh proxy per size; the first miss lists "
+        "the folder, then 10 misses with other bodies)",
+        "",
+        "| cassettes in the endpoint | first miss ms | later misses p50 ms | later misses max ms |",
+        "|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(f"| {row['count']:,} | {row['first_miss_ms']} | {row['miss_p50_ms']} | {row['miss_max_ms']} |")
+    lines.append(
+        f"\nLater misses, largest folder / smallest: **{rows[-1]['miss_p50_ms'] / rows[0]['miss_p50_ms']:.2f}×**."
+    )
+    return lines
+
+
+def markdown_big(results: dict) -> list[str]:
+    big = results["big"]
+    lines = [
+        f"**6. Big cassettes replayed for the first time**: {big['concurrent']} clients fetch big cassettes at once "
+        "while another sends small hits on one connection",
+        "",
+        "ours: cassettes as recording writes them now (a JSON body above 1 MB as text), built by a replay worker; "
+        "ours_json_cassettes: cassettes recorded before (JSON), built by a replay worker; before_json_on_the_loop: "
+        "those parsed on the event loop, as before issue 16; floor: a ready body of the same size.",
+        "",
+        "| system | body MB | small hit p50 ms | small hit max ms | small hits meanwhile | slowest big fetch s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in big["stalls"]:
+        lines.append(
+            f"| {row['system']} | {row['body_mb']} | {row['small_p50_ms']} | {row['small_max_ms']} "
+            f"| {row['small_hits_during']} | {row['big_max_s']} |"
+        )
     lines += [
         "",
-        f"**4. A suite's worth**: {s['calls']} streamed chat calls (300 ms to first byte, 30 events over 1 s): "
-        f"live (recording) {s['live_s']} s, replayed {s['replay_s']} s, **{s['live/replay']}×** faster.",
+        "Peak RSS (proxy + replay workers, sampled every 10 ms), one big cassette fetched:",
+        "",
+        "| system | body MB | cassette file MB | RSS at start MB | peak RSS MB | (peak − start) / body "
+        "| first replay s | small hit max ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    return "\n".join(lines)
+    for row in big["memory"]:
+        lines.append(
+            f"| {row['system']} | {row['body_mb']} | {row['cassette_file_mb']} | {row['rss_start_mb']} "
+            f"| {row['peak_rss_mb']} | {row['peak_over_start_per_body']} | {row['first_replay_s']} "
+            f"| {row['small_max_ms']} |"
+        )
+    return lines
+
+
+def markdown_burst(results: dict) -> list[str]:
+    lines = [
+        f"**7. A burst of {pressure.BURST} connections** opened at once, one small hit each",
+        "",
+        "| system | answered | failed | p50 s | slowest s | wall s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in results["burst"]:
+        lines.append(
+            f"| {row['system']} | {row['answered']} | {row['failed']} | {row['p50_s']} | {row['max_s']} "
+            f"| {row['wall_s']} |"
+        )
+    return lines
 
 
 def main() -> None:
@@ -516,7 +635,14 @@ def main() -> None:
         help="largest flow count to load into --server-replay (100000 adds about 4 minutes and 1 GB)",
     )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the JSON results")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
+    parser.add_argument("--miss-counts", default="200,2000,20000,100000", help="cassettes in the miss's folder")
+    parser.add_argument("--big-mb", default="20,50", help="big cassette sizes (MB) timed against small hits")
+    parser.add_argument("--rss-mb", default="20,50,200", help="big cassette sizes (MB) whose peak RSS is measured")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if parts - set(PARTS):
+        parser.error(f"--parts: {sorted(parts - set(PARTS))} unknown; choose from {', '.join(PARTS)}")
     rounds = args.rounds or (6 if args.quick else 30)
     total = 160
     counts = [100, 1_000, 10_000] if args.quick else [100, 1_000, 10_000, 100_000]
@@ -526,14 +652,36 @@ def main() -> None:
     upstream = FakeUpstream(folder / "upstream").start()
     port = int(upstream.url.rsplit(":", 1)[1])
     try:
-        print("1. replay throughput and latency ...", flush=True)
-        results["throughput"] = part_throughput(folder, upstream, rounds, total)
-        print("2. scale with the number of cassettes ...", flush=True)
-        results["scale"] = part_scale(folder, port, counts, args.server_replay_max, hits=1_000)
-        print("3. miss cost in the openai SDK ...", flush=True)
-        results["miss"] = part_miss(folder, port, folder / "cassettes", repeats=3)
-        print("4. a suite's worth ...", flush=True)
-        results["suite"] = part_suite(folder)
+        if "throughput" in parts:
+            print("1. replay throughput and latency ...", flush=True)
+            results["throughput"] = part_throughput(folder, upstream, rounds, total)
+        if "scale" in parts:
+            print("2. scale with the number of cassettes ...", flush=True)
+            results["scale"] = part_scale(folder, port, counts, args.server_replay_max, hits=1_000)
+        if "miss" in parts and "throughput" in parts:
+            print("3. miss cost in the openai SDK ...", flush=True)
+            results["miss"] = part_miss(folder, port, folder / "cassettes", repeats=3)
+        if "suite" in parts:
+            print("4. a suite's worth ...", flush=True)
+            results["suite"] = part_suite(folder)
+        if "misses" in parts:
+            print("5. miss latency against the size of the endpoint folder ...", flush=True)
+            miss_counts = [int(c) for c in args.miss_counts.split(",")]
+            results["misses"] = pressure.part_misses(
+                folder, port, miss_counts, lambda cassettes, name: ours(folder, cassettes, name=name), misses=10
+            )
+        if "big" in parts:
+            print("6. big cassettes replayed for the first time ...", flush=True)
+            results["big"] = pressure.part_big_bodies(
+                folder,
+                port,
+                [int(m) for m in args.big_mb.split(",") if m],
+                [int(m) for m in args.rss_mb.split(",") if m],
+                pressure_systems(folder, in_loop=True),
+            )
+        if "burst" in parts:
+            print(f"7. a burst of {pressure.BURST} connections ...", flush=True)
+            results["burst"] = pressure.part_burst(folder, port, pressure_systems(folder, in_loop=False))
     except BaseException:
         print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
         raise

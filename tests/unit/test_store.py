@@ -10,6 +10,7 @@ from cassette_proxy.core.cassette_file import (
     body_fields,
     decode_body,
     dumps,
+    large_json_as_text,
     load,
     new_cassette,
     stored_headers,
@@ -176,3 +177,38 @@ def test_the_replay_cache_stays_bounded(tmp_path):
         write_atomic(path, dumps(cassette()))
         cache.load(path)
     assert len(cache._entries) == 2
+
+
+def test_the_replay_cache_keeps_a_byte_budget_and_no_huge_body(tmp_path):
+    cache = ReplayCache(max_bytes=4000)
+    paths = []
+    for i in range(5):
+        path = tmp_path / f"{i:032x}.json"
+        write_atomic(path, dumps(cassette(body_format="text", body=str(i) * 900)))
+        paths.append(str(path))
+        cache.load(str(path))
+    assert cache.bytes <= 4000
+    assert list(cache._entries) == paths[1:]  # the oldest made room
+    huge = tmp_path / f"{9:032x}.json"
+    write_atomic(huge, dumps(cassette(body_format="text", body="h" * 1001)))  # above a quarter of the budget
+    assert cache.load(str(huge)).body == b"h" * 1001
+    assert str(huge) not in cache._entries
+    assert cache.bytes == sum(len(replay.body) for _, replay in cache._entries.values())
+
+
+@given(st.recursive(st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                    max_leaves=30))  # fmt: skip
+def test_a_large_json_body_stored_as_text_replays_the_same_bytes(value):
+    stored = cassette(body=value)
+    as_text = large_json_as_text(stored, limit=0)
+    assert as_text["response"]["body_format"] == "text"
+    assert decode_body("text", as_text["response"]["body"]) == decode_body("json", value)
+    assert stored["response"]["body_format"] == "json"  # the original is left as it was
+
+
+def test_only_a_json_body_above_the_limit_is_stored_as_text():
+    small = cassette(body={"a": "x" * 100})
+    assert large_json_as_text(small, limit=200) is small
+    assert large_json_as_text(cassette(body_format="text", body="y" * 500), limit=200)["response"]["body"] == "y" * 500
+    assert large_json_as_text(cassette(body={"a": "x" * 300}), limit=200)["response"]["body_format"] == "text"

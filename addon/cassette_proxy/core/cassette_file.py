@@ -59,7 +59,7 @@ is ever stored)."""
 class CassetteError(Exception):
     """A cassette file exists but cannot be used; the message names the file and the problem."""
 
-    def __init__(self, path: Path, problem: str):
+    def __init__(self, path: Path | str, problem: str):
         super().__init__(f"{path}: {problem}")
         self.path = path
         self.problem = problem
@@ -96,6 +96,28 @@ def decode_body(body_format: str, body: Any) -> bytes:
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
+LARGE_JSON_BYTES = 1024 * 1024
+"""A JSON response body above this is stored as text, its exact replay bytes (see `large_json_as_text`)."""
+
+
+def large_json_as_text(cassette: dict, limit: int = LARGE_JSON_BYTES) -> dict:
+    """The cassette with a JSON response body above `limit` bytes stored as text instead.
+
+    Replaying a JSON body means parsing the file and encoding the body again:
+    for a 20 MB body that took seconds and six times its size in memory. The
+    text is exactly what that encoding gives, so a replay sends the same bytes
+    either way; no one reviews a diff of megabytes field by field. Called on
+    the redacted cassette, so redaction rules still see the fields.
+    """
+    response = cassette.get("response", {})
+    if response.get("body_format") != "json":
+        return cassette
+    encoded = _json_bytes(response["body"])
+    if len(encoded) <= limit:
+        return cassette
+    return {**cassette, "response": {**response, "body_format": "text", "body": encoded.decode("utf-8")}}
+
+
 def stored_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
     """Response headers worth keeping, lower-cased; repeated ones joined with ", " as HTTP allows."""
     kept: dict[str, str] = {}
@@ -118,9 +140,15 @@ def new_cassette(key: str, request: dict, response: dict, recorded_with: dict, k
     }
 
 
+_COMPACT_UTF8 = json.JSONEncoder(ensure_ascii=False)
+"""What `json.dumps(value, ensure_ascii=False)` builds on every call; built once (every first-sight hit encodes)."""
+
+
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     """UTF-8 JSON; with escapes instead when a string holds a lone surrogate (`"\\ud800"` parses to one)."""
     try:
+        if indent is None:
+            return _COMPACT_UTF8.encode(value).encode("utf-8")
         return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, indent=indent).encode("ascii")
@@ -148,7 +176,7 @@ _REQUIRED = {
 }
 
 
-def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """A cassette file's bytes, refused (CassetteError) unless it is a regular file of at most `max_size` bytes
     that resolves inside `root` (when given); FileNotFoundError if absent.
 
@@ -156,8 +184,9 @@ def read_limited(path: Path, root: Path | None = None, max_size: int = DEFAULT_M
     `/dev/zero`, or a fifo, must not be read. The checks are made on the open
     file (`fstat`), so the file cannot be swapped between check and read.
     """
-    resolved = Path(os.path.realpath(path))
-    if root is not None and not resolved.is_relative_to(os.path.realpath(root)):
+    resolved = os.path.realpath(path)  # strings, not Path objects: this runs on every first sight of a cassette
+    real_root = os.path.realpath(root) if root is not None else None
+    if real_root is not None and resolved != real_root and not resolved.startswith(real_root + os.sep):
         problem = f"resolves to {resolved}, outside the cassette folder {root}"
         raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
     try:
@@ -202,7 +231,11 @@ def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE)
 
     `root`: the cassette folder the file must resolve inside (symlinks within it are fine).
     """
-    raw = read_limited(path, root, max_size)
+    return parse(path, read_limited(path, root, max_size))
+
+
+def parse(path: Path | str, raw: bytes) -> dict:
+    """Validate the bytes of the cassette file at `path` (named in errors) and return the cassette."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

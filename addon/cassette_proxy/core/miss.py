@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import heapq
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 from .cassette_file import CassetteError, load
 from .diff import differences, shown
+from .endpoint_index import EndpointIndexes
 from .errors import error_body
 from .key import RECIPE_VERSION
 from .recipe import Recipe, recipe_of, stored_identity
@@ -44,7 +48,55 @@ def newest_cassettes(folder: Path, count: int) -> list[Path]:
     return [folder / name for _, name in heapq.nlargest(count, stamped)]
 
 
-def closest(endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> list[dict]:
+class ClosestSearch:
+    """The closest-recording search with memory: what one miss read, the next does not read again.
+
+    A folder's listing comes from an `EndpointIndex` (re-listed only when the
+    folder changed, whichever process changed it), and the cassettes of up to
+    MAX_CANDIDATES * 4 small candidates stay parsed, keyed by their file's
+    device, inode, mtime and size: a miss after the first stats MAX_CANDIDATES
+    files and reads none that has not changed, however large the folder.
+    Thread-safe: misses are answered in worker threads.
+    """
+
+    def __init__(self) -> None:
+        self.indexes = EndpointIndexes()
+        self._cassettes: OrderedDict[tuple[str, tuple[int, int, int, int]], dict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def closest(self, endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> list[dict]:
+        return closest(endpoint_dir, root, request, recipe, self)
+
+    def newest(self, folder: Path, count: int) -> list[Path]:
+        return [folder / name for name, _ in self.indexes.of(str(folder)).newest(count)]
+
+    def cassette(self, path: Path, root: Path) -> dict:
+        """The cassette at `path` (validated by `load`, inside `root`); callers must not mutate it."""
+        # A stat per candidate (a bounded cost): an edit in place keeps the folder's mtime and the file's
+        # inode, but not its mtime and size.
+        status = os.stat(path)
+        stamp = (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
+        with self._lock:
+            cassette = self._cassettes.get((str(path), stamp))
+            if cassette is not None:
+                self._cassettes.move_to_end((str(path), stamp))
+                return cassette
+        cassette = load(path, root)
+        if status.st_size <= MAX_CACHED_BYTES:
+            with self._lock:
+                self._cassettes[(str(path), stamp)] = cassette
+                while len(self._cassettes) > MAX_CANDIDATES * 4:
+                    self._cassettes.popitem(last=False)
+        return cassette
+
+
+MAX_CACHED_BYTES = 256 * 1024
+"""Candidate cassettes up to this size stay parsed between misses."""
+
+
+def closest(
+    endpoint_dir: Path, root: Path, request: dict, recipe: Recipe, search: ClosestSearch | None = None
+) -> list[dict]:
     """The recordings nearest to this request, each with every cause of the miss it shows.
 
     Both sides are compared as the key sees them under this run's settings
@@ -57,15 +109,18 @@ def closest(endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> li
         current = stored_identity(request, recipe)
     except ValueError:
         return []
+    newest = search.newest if search is not None else newest_cassettes
+    read = search.cassette if search is not None else load
     ranked = []
-    for path in newest_cassettes(endpoint_dir, MAX_CANDIDATES):
-        compared = _compare(path, root, current, recipe)
+    for path in newest(endpoint_dir, MAX_CANDIDATES):
+        compared = _compare(path, root, current, recipe, read)
         if compared is not None:
             ranked.append(compared)
-    ranked.sort(key=lambda entry: (len(entry["differences"]) + len(entry.get("settings", ())), entry["cassette"]))
+    # Fewest request differences first; a recording that only differs in its settings is the closest of all.
+    ranked.sort(key=lambda entry: (len(entry["differences"]), len(entry.get("settings", ())), entry["cassette"]))
     nearest = ranked[:MAX_CLOSEST]
     if not any(entry["same_body"] for entry in ranked):
-        elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe)
+        elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe, newest, read)
         if elsewhere is not None:
             nearest = [elsewhere, *nearest[: MAX_CLOSEST - 1]]
     for entry in nearest:
@@ -76,9 +131,9 @@ def closest(endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> li
     return nearest
 
 
-def _compare(path: Path, root: Path, current: dict, recipe: Recipe) -> dict | None:
+def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callable[[Path, Path], dict]) -> dict | None:
     try:
-        cassette = load(path, root)
+        cassette = read(path, root)
         recorded = stored_identity(cassette["request"], recipe)
         recorded_recipe = recipe_of(cassette)
     except (OSError, CassetteError, ValueError):
@@ -98,20 +153,27 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe) -> dict | No
     return entry
 
 
-def _same_body_elsewhere(root: Path, endpoint_dir: Path, current: dict, recipe: Recipe) -> dict | None:
+def _same_body_elsewhere(
+    root: Path,
+    endpoint_dir: Path,
+    current: dict,
+    recipe: Recipe,
+    newest: Callable[[Path, int], list[Path]],
+    read: Callable[[Path, Path], dict],
+) -> dict | None:
     """The newest recording of another endpoint (method, host or path) with this very body, as keyed."""
-    read = 0
+    compared_count = 0
     for folder, subfolders, names in os.walk(root):
         # Never into this endpoint's own folder: it was just compared, and listing it again would double
         # the cost of a miss on a large folder (its sub-endpoints are skipped with it).
         subfolders[:] = sorted(d for d in subfolders if os.path.join(folder, d) != str(endpoint_dir))
         if not any(n.endswith(".json") for n in names):
             continue
-        for path in newest_cassettes(Path(folder), MAX_PER_OTHER_ENDPOINT):
-            read += 1
-            if read > MAX_ELSEWHERE:
+        for path in newest(Path(folder), MAX_PER_OTHER_ENDPOINT):
+            compared_count += 1
+            if compared_count > MAX_ELSEWHERE:
                 return None
-            compared = _compare(path, root, current, recipe)
+            compared = _compare(path, root, current, recipe, read)
             if compared is not None and compared["same_body"] and compared["differences"]:
                 compared["endpoint"] = "other"
                 return compared

@@ -6,34 +6,52 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, load
+from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, parse, read_limited
 
 
 class Replay(NamedTuple):
     """A cassette ready to answer with: parsed, its body encoded, its headers as wire fields."""
 
     cassette: dict
+    """{"response": the cassette's response without its body (kept for a stream: timed replay plays its events)}.
+    No more is kept: a run holds hundreds of these, and every parsed object kept is work for the GC."""
     body: bytes
     header_fields: tuple[tuple[bytes, bytes], ...]
     """The stored response headers plus `content-length`, as (name, value) bytes in mitmproxy's `Headers` form."""
 
 
-def replay_of(path: Path, cassette: dict) -> Replay:
+def replay_of(path: Path | str, cassette: dict) -> Replay:
     response = cassette["response"]
     try:
         body = decode_body(response.get("body_format", "text"), response.get("body", ""))
     except (ValueError, TypeError, AttributeError) as e:
         raise CassetteError(path, f"response.body does not match its body_format: {e}") from None
+    kept = {
+        name: value for name, value in response.items() if name != "body" or response.get("body_format") == "events"
+    }
+    return Replay({"response": kept}, body, wire_fields(path, response.get("headers", {}), len(body)))
+
+
+def wire_fields(path: Path | str, headers: dict[str, str], body_length: int) -> tuple[tuple[bytes, bytes], ...]:
     try:
-        fields = [(_wire(name), _wire(value)) for name, value in response.get("headers", {}).items()]
+        fields = [(_wire(name), _wire(value)) for name, value in headers.items()]
     except UnicodeEncodeError as e:
         raise CassetteError(path, f"response.headers hold a character HTTP cannot carry: {e}") from None
-    fields.append((b"content-length", str(len(body)).encode()))
-    return Replay(cassette, body, tuple(fields))
+    fields.append((b"content-length", str(body_length).encode()))
+    return tuple(fields)
 
 
 def _wire(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
+
+
+Stamp = tuple[int, int, int, int]
+"""(device, inode, size, mtime_ns): a cassette rewritten by another proxy (atomic rename: a new inode) differs,
+and so does a symlink pointed at another file, which is then read, and checked, again."""
+
+
+def stamp_of(status: os.stat_result) -> Stamp:
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
 class ReplayCache:
@@ -43,30 +61,51 @@ class ReplayCache:
     cache saves re-parsing the file each time. An entry is used only while the
     file's inode, size and modification time are unchanged, so a cassette
     rewritten by another proxy (atomic rename: a new inode) is read again.
+    Bounded in entries and in body bytes: a body above a quarter of `max_bytes`
+    is not kept, so a few huge cassettes cannot pin gigabytes for the whole run.
     """
 
-    def __init__(self, size: int = 512, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> None:
+    def __init__(
+        self,
+        size: int = 512,
+        max_bytes: int = 256 * 1024 * 1024,
+        root: Path | None = None,
+        max_size: int = DEFAULT_MAX_SIZE,
+    ) -> None:
         self.size = size
+        self.max_bytes = max_bytes
         self.root = root
-        """The cassette folder every cassette must resolve inside."""
+        """The cassette folder every cassette must resolve inside (`load`'s checks run on every read)."""
         self.max_size = max_size
-        self._entries: dict[str, tuple[tuple[int, int, int, int], Replay]] = {}
+        self.bytes = 0
+        self._entries: dict[str, tuple[Stamp, Replay]] = {}
 
-    def load(self, path: str) -> Replay:
-        """The same errors as `load`. Callers must not mutate the cassette.
-
-        The checks of `load` (inside the folder, a regular file, the size) run
-        when the file is read; a cached entry is reused only while `path`
-        still leads to the same file (device, inode, size, mtime), so a
-        symlink pointed elsewhere is read, and checked, again.
-        """
-        status = os.stat(path)
-        stamp = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
-        entry = self._entries.get(path)
-        if entry is not None and entry[0] == stamp:
-            return entry[1]
-        replay = replay_of(Path(path), load(Path(path), self.root, self.max_size))
-        if len(self._entries) >= self.size:
-            del self._entries[next(iter(self._entries))]
-        self._entries[path] = (stamp, replay)
+    def load(self, path: str, status: os.stat_result | None = None) -> Replay:
+        """The same errors as `load`. Callers must not mutate the cassette. `status`: the file's, if just stat-ed."""
+        stamp = stamp_of(status or os.stat(path))
+        replay = self.lookup(path, stamp)
+        if replay is None:
+            # Inside the folder, a regular file, within the size limit: checked on the open file (cassette_file).
+            raw = read_limited(path, self.root, self.max_size)
+            # `path` as it came, a string: a `Path` per first sight cost more than the parse (pathlib is slow).
+            replay = replay_of(path, parse(path, raw))
+            self.store(path, stamp, replay)
         return replay
+
+    def lookup(self, path: str, stamp: Stamp) -> Replay | None:
+        entry = self._entries.get(path)
+        return entry[1] if entry is not None and entry[0] == stamp else None
+
+    def store(self, path: str, stamp: Stamp, replay: Replay) -> None:
+        self._drop(path)
+        if len(replay.body) > self.max_bytes // 4:
+            return
+        while self._entries and (len(self._entries) >= self.size or self.bytes + len(replay.body) > self.max_bytes):
+            self._drop(next(iter(self._entries)))
+        self._entries[path] = (stamp, replay)
+        self.bytes += len(replay.body)
+
+    def _drop(self, path: str) -> None:
+        entry = self._entries.pop(path, None)
+        if entry is not None:
+            self.bytes -= len(entry[1].body)

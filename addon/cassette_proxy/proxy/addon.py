@@ -42,6 +42,7 @@ from ..core.defaults import (
 from ..core.events import stream_kind
 from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
+from ..core.miss import ClosestSearch
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
@@ -50,6 +51,7 @@ from ..core.test_scope import DEFAULT_SCOPE, SCOPES, scoped_name
 from ..core.token_exchange import parse_endpoints, placeholder
 from .errors import error_response, json_response
 from .facts import request_facts
+from .listen_backlog import raise_backlog
 from .record import Recorder, RecordTarget
 from .replay import Replayer
 from .routes import RouteTable, parse_route_names
@@ -80,6 +82,7 @@ class Cassette:
         self.sequencer = Sequencer()
         self.control = TestControl()
         self.control.on_start = self.sequencer.start
+        self.closest = ClosestSearch()
         self.seal = Seal()
         self.routes = RouteTable()
         """The reverse listeners, known once the servers run (running())."""
@@ -334,6 +337,7 @@ class Cassette:
             opts.connection_strategy = "lazy"
 
     def running(self) -> None:
+        raise_backlog(ctx.master.addons.get("proxyserver"))
         for stale in remove_stale_temp_files(self.root):
             log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
         self.routes = RouteTable.of_servers(ctx.master.addons.get("proxyserver").servers, self.route_names)
@@ -406,7 +410,7 @@ class Cassette:
         path = self.root_prefix + relative
         if mode != "update":
             try:
-                replay = self.replayer.load(path)
+                replay = await self.replayer.load(path)
             except (OSError, CassetteError) as e:
                 self._answer_unusable_cassette(flow, state, path, e)
                 return
@@ -498,8 +502,8 @@ class Cassette:
         request = stored_request(facts, self.key_headers)
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
         request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
-        # Reading up to MAX_CANDIDATES files: off the event loop, which serves every other client.
-        nearest = await asyncio.to_thread(miss.closest, path.parent, self.root, request, self.recipe)
+        # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
+        nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
         error = miss.miss_body(key, method, url, relative, rules.mode, nearest, rules.scope, rules.test)
         flow.response = json_response(409, error, indent=2)

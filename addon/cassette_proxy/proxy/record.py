@@ -23,7 +23,14 @@ from mitmproxy.net import encoding
 from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
+from ..core.cassette_file import (
+    body_fields,
+    dumps,
+    events_fields,
+    large_json_as_text,
+    new_cassette,
+    stored_headers,
+)
 from ..core.record_statuses import is_client_error
 from ..core.report import Report
 from .stream_recorder import StreamRecorder
@@ -136,7 +143,7 @@ class Recorder:
             # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
             stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
         try:
-            write_atomic(target.path, dumps(stored))
+            write_atomic(target.path, dumps(large_json_as_text(stored)))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)

@@ -2,18 +2,42 @@
 
 The `Replayer` answers a flow with a cassette from the `ReplayCache`, whole
 or (for a stream with `cassette_replay_timing`) through the timed-replay server.
+A large cassette is read and parsed by a worker process (core/replay_worker.py),
+never on the event loop that serves every other client.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
+import os
+import sys
 import time
+from pathlib import Path
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from ..core.replay_cache import Replay, ReplayCache
+from ..core.cassette_file import load
+from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
+from ..core.replay_worker import replay_from
 from .state import FlowState
 from .timed_replay import TimedReplayServer, TimedStream
+
+BIG_CASSETTE_BYTES = 1024 * 1024
+"""Cassette files from this size on are built by a worker process: parsing one on the event loop
+(about 10 ms per MB, holding the GIL) would stall every other client for that long."""
+
+WORKERS = 2
+"""Replay workers at once: each holds a few times its cassette's size in memory while it works."""
+
+WORKER_PYTHON = None if getattr(sys, "frozen", False) else sys.executable
+"""A frozen mitmdump (the standalone binary) is no Python to run a worker with: it parses on the loop."""
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+WORKER_CODE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); from cassette_proxy.core.replay_worker import main; main()"
+)
 
 
 class Replayer:
@@ -24,13 +48,55 @@ class Replayer:
         self.timed = TimedReplayServer()
         self.speed: float | None = None
         """cassette_replay_timing: None sends a stream at once, else the speed factor of its recorded gaps."""
+        self.workers = asyncio.Semaphore(WORKERS)
 
-    def load(self, path: str) -> Replay | None:
+    async def load(self, path: str) -> Replay | None:
         """The cassette at `path` ready to answer with, or None when there is none; CassetteError/OSError if unusable."""
         try:
-            return self.cache.load(path)
+            status = os.stat(path)
+            stamp = stamp_of(status)
+            if status.st_size < BIG_CASSETTE_BYTES or WORKER_PYTHON is None:
+                return self.cache.load(path, status)
+            if self.speed is not None:
+                # A timed stream needs its events, which a worker does not send back: built here.
+                replay = self.cache.lookup(path, stamp)
+                recorded = replay.cassette["response"] if replay is not None else {}
+                if replay is None or (recorded.get("body_format") == "events" and "body" not in recorded):
+                    replay = replay_of(path, load(path, self.cache.root, self.cache.max_size))
+                    self.cache.store(path, stamp, replay)
+                return replay
+            replay = self.cache.lookup(path, stamp)
+            if replay is None:
+                replay = await self._build_in_worker(path)
+                self.cache.store(path, stamp, replay)
+            return replay
         except FileNotFoundError:
             return None
+
+    async def _build_in_worker(self, path: str) -> Replay:
+        async with self.workers:
+            worker = await asyncio.create_subprocess_exec(
+                WORKER_PYTHON, "-I", "-c", WORKER_CODE, PACKAGE_PARENT, path, str(self.cache.root or ""),
+                str(self.cache.max_size),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                limit=1024 * 1024,
+            )  # fmt: skip
+            try:
+                head = json.loads(await worker.stdout.readline() or b"null")
+                if not isinstance(head, dict):
+                    raise ValueError("no answer")
+                body = await worker.stdout.readexactly(head.get("body_length", 0))
+            except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
+                await _end(worker)
+                problem = (await worker.stderr.read()).decode(errors="replace").strip()[-500:]
+                raise OSError(
+                    f"{path}: the replay worker failed ({e}; exit code {worker.returncode}): {problem}"
+                ) from None
+            finally:
+                # Also when the client went away mid-read (cancelled): a worker nobody reads would block on
+                # its full pipe forever, holding its memory.
+                await _end(worker)
+        return replay_from(Path(path), head, body)
 
     async def answer(self, flow: http.HTTPFlow, state: FlowState, replay: Replay) -> None:
         recorded = replay.cassette["response"]
@@ -56,3 +122,21 @@ class Replayer:
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.timed.port
         request.path = self.timed.register(stream)
         state.timed_replay = True
+
+
+async def _end(worker: asyncio.subprocess.Process, grace: float = 2.0) -> None:
+    """Reap a replay worker, killing it if it has not exited within `grace` seconds.
+
+    It exits by itself once it has written its answer; one stuck on a full pipe (its client went away
+    before the body was read) would otherwise hold its memory forever. Not killed at once: on Python
+    3.11, `kill()` polls, which can reap the process before asyncio's child watcher does, and the
+    exit code is lost.
+    """
+    if worker.returncode is not None:
+        return
+    try:
+        await asyncio.wait_for(asyncio.shield(worker.wait()), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            worker.kill()
+        await worker.wait()

@@ -1,0 +1,106 @@
+"""Where a suite's time goes per test when each test builds a new SDK client: a first look (issue 16, goal 5).
+
+    CASSETTE_MITMDUMP=.venv/proxy/bin/mitmdump .venv/test/bin/python benchmarks/client_costs.py
+
+For TESTS tests, each: build an `openai.OpenAI` client, make one chat call, close it. Routes:
+- direct: plain HTTP to the fake upstream, no proxy (the floor any replay route pays);
+- forward, new client per test: HTTPS to api.openai.com through the proxy (a TLS handshake with the
+  proxy per client; the client loads the combined CA bundle, as under `cassette run`);
+- forward, one client reused: the same calls on one client (what pooling would give);
+- reverse: plain HTTP to the proxy's reverse listener (`base_url`), a new client per test.
+And, client-side only: building a client with the default CA store against the combined bundle.
+Not a claim about VCR.py (not installed here); the route costs are what a comparison would start from.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy  # noqa: E402
+
+TESTS = 100
+
+
+def call(client: openai.OpenAI, i: int) -> None:
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": f"test {i}"}])
+
+
+def suite(make_client, reuse: bool = False) -> float:
+    began = time.perf_counter()
+    shared = make_client() if reuse else None
+    for i in range(TESTS):
+        client = shared or make_client()
+        call(client, i)
+        if not reuse:
+            client.close()
+    if shared:
+        shared.close()
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="client-costs-"))
+    upstream = FakeUpstream(folder / "upstream").start()
+    cassettes = folder / "cassettes"
+    results: dict = {"tests": TESTS}
+    try:
+        recorder = Proxy(folder / "rec", cassettes, upstream, modes=["regular", f"reverse:{upstream.url}"],
+                         cassette_mode="record", cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
+        bundle = recorder.ca_bundle
+
+        def forward(proxy: Proxy) -> openai.OpenAI:
+            verify = ssl.create_default_context(cafile=str(proxy.ca_bundle))
+            http = httpx.Client(proxy=proxy.url, verify=verify)
+            return openai.OpenAI(api_key=FAKE_OPENAI_KEY, http_client=http, max_retries=0)
+
+        def reverse(proxy: Proxy) -> openai.OpenAI:
+            port = next(p for mode, p in proxy.listen.items() if mode.startswith("reverse"))
+            return openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+
+        suite(lambda: forward(recorder))
+        suite(lambda: reverse(recorder))
+        recorder.stop()
+        replayer = Proxy(folder / "rep", cassettes, upstream, modes=["regular", f"reverse:{upstream.url}"],
+                         cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
+        routes = {
+            "direct, new client per test": lambda: suite(
+                lambda: openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=f"{upstream.url}/v1", max_retries=0)
+            ),
+            "forward HTTPS via proxy, new client per test": lambda: suite(lambda: forward(replayer)),
+            "forward HTTPS via proxy, one client": lambda: suite(lambda: forward(replayer), reuse=True),
+            "reverse HTTP via proxy, new client per test": lambda: suite(lambda: reverse(replayer)),
+        }
+        timings: dict[str, list[float]] = {name: [] for name in routes}
+        for _ in range(3):  # interleaved rounds
+            for name, run in routes.items():
+                timings[name].append(run())
+        results["suite_s"] = {name: round(statistics.median(t), 3) for name, t in timings.items()}
+        replayer.stop()
+
+        def build(cafile: str | None) -> float:
+            began = time.perf_counter()
+            for _ in range(20):
+                verify = ssl.create_default_context(cafile=cafile) if cafile else True
+                httpx.Client(verify=verify).close()
+            return (time.perf_counter() - began) / 20 * 1000
+
+        results["client_build_ms"] = {"default CA store": round(build(None), 2),
+                                      "combined CA bundle": round(build(str(bundle)), 2)}  # fmt: skip
+    finally:
+        upstream.stop()
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
