@@ -16,21 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import CassetteError, load, new_cassette
+from cassette_proxy.core.cassette_file import CassetteError, load
 from cassette_proxy.core.replay_cache import ReplayCache
+from samples import SAMPLE_KEY, minimal
 
-KEY = "0123456789abcdef0123456789abcdef"
-
-
-def cassette(**response) -> dict:
-    return new_cassette(
-        KEY,
-        {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {}, "body_format": "json",
-         "body": {"model": "m"}},
-        {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": {"ok": True},
-         **response},
-        {"cassette_proxy": "test"},
-    )  # fmt: skip
+KEY = SAMPLE_KEY
+cassette = minimal
 
 
 def written(tmp_path: Path, content: dict) -> Path:

@@ -43,3 +43,18 @@ def write(root: Path, cassette: dict, relative: str = "") -> Path:
     path = root / (relative or cassette_path(cassette))
     write_atomic(path, dumps(cassette))
     return path
+
+
+SAMPLE_KEY = "0123456789abcdef0123456789abcdef"
+
+
+def minimal(**response) -> dict:
+    """The smallest valid cassette, its response fields overridable: what file-format tests start from."""
+    return new_cassette(
+        SAMPLE_KEY,
+        {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {}, "body_format": "json",
+         "body": {"model": "m"}},
+        {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": {"ok": True},
+         **response},
+        {"cassette_proxy": "test"},
+    )  # fmt: skip

@@ -12,26 +12,16 @@ from cassette_proxy.core.cassette_file import (
     dumps,
     large_json_as_text,
     load,
-    new_cassette,
     stored_headers,
 )
 from cassette_proxy.core.location import relative_path
 from cassette_proxy.core.replay_cache import ReplayCache
 from hypothesis import given
 from hypothesis import strategies as st
+from samples import SAMPLE_KEY, minimal
 
-KEY = "0123456789abcdef0123456789abcdef"
-
-
-def cassette(**response) -> dict:
-    return new_cassette(
-        KEY,
-        {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {}, "body_format": "json",
-         "body": {"model": "m"}},
-        {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": {"ok": True},
-         **response},
-        {"cassette_proxy": "test"},
-    )  # fmt: skip
+KEY = SAMPLE_KEY
+cassette = minimal
 
 
 def test_layout_groups_by_host_and_path():
