@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import functools
 import json
 import os
 import re
@@ -184,8 +186,8 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
     `/dev/zero`, or a fifo, must not be read. The checks are made on the open
     file (`fstat`), so the file cannot be swapped between check and read.
     """
-    resolved = os.path.realpath(path)  # strings, not Path objects: this runs on every first sight of a cassette
-    real_root = os.path.realpath(root) if root is not None else None
+    resolved = _resolved(str(path))
+    real_root = _real_folder(str(root)) if root is not None else None
     if real_root is not None and resolved != real_root and not resolved.startswith(real_root + os.sep):
         problem = f"resolves to {resolved}, outside the cassette folder {root}"
         raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
@@ -204,13 +206,31 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
         if status.st_size > max_size:
             problem = f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} bytes"
             raise CassetteError(path, f"{problem}; raise the limit if the recording is genuine")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            raw = file.read(max_size + 1)
+        chunks, left = [], min(status.st_size, max_size) + 1  # one read for a file that did not grow
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(chunks)
     finally:
         os.close(fd)
     if len(raw) > max_size:
         raise CassetteError(path, f"grew past the cassette_max_size limit of {max_size} bytes while being read")
     return raw
+
+
+_real_folder = functools.lru_cache(maxsize=4096)(os.path.realpath)
+"""The real path of a folder, resolved once per run: `realpath` costs a syscall per path component, and every
+first sight of a cassette asks it. A folder made a symlink while the proxy runs is not a pull request's doing."""
+
+
+def _resolved(path: str) -> str:
+    """The real path of a cassette file: the file itself checked every time (a symlink is followed), its folder
+    from `_real_folder`. Strings, not Path objects: this runs on every first sight of a cassette."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return os.path.realpath(path)
+    folder, name = os.path.split(path)
+    return os.path.join(_real_folder(folder), name)
 
 
 _FILE_KINDS = (
