@@ -22,3 +22,12 @@ def in_default_scope(host: str) -> bool:
 )
 def test_bedrock_runtime_hosts_are_default_hosts(host, controlled):
     assert in_default_scope(host) is controlled
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["api.cerebras.ai", "api.perplexity.ai", "router.huggingface.co", "api.replicate.com", "api.voyageai.com",
+     "api.jina.ai", "us-central1-aiplatform.googleapis.com"],
+)  # fmt: skip
+def test_the_openai_compatible_providers_people_use_are_default_hosts(host):
+    assert in_default_scope(host)

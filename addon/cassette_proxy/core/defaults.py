@@ -44,6 +44,13 @@ DEFAULT_HOSTS = (
     "api.fireworks.ai",
     "api.cohere.com",
     "api.cohere.ai",
+    "api.cerebras.ai",
+    "api.perplexity.ai",
+    "api-inference.huggingface.co",  # Hugging Face serverless inference
+    "router.huggingface.co",  # Hugging Face inference providers (OpenAI-compatible)
+    "api.replicate.com",
+    "api.voyageai.com",
+    "api.jina.ai",
     "bedrock-runtime.*.amazonaws.com",
     "bedrock-agent-runtime.*.amazonaws.com",
     # Token exchanges (see token_exchange.py): never stored, answered with a placeholder in replay. In scope so
