@@ -8,7 +8,7 @@ import json
 import pytest
 from cassette_proxy.proxy.addon import Cassette
 from cassette_proxy.proxy.seal import Seal
-from mitmproxy import connection
+from mitmproxy import connection, http
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.proxy import server_hooks
 from mitmproxy.test import taddons, tflow
@@ -170,3 +170,18 @@ def test_a_bad_client_network_stops_the_proxy_naming_the_option():
     addon = Cassette()
     with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_allow_clients"):
         tctx.configure(addon, cassette_allow_clients=["not-a-network"])
+
+
+@pytest.mark.parametrize("spelling", ["oauth2.googleapis.com", "OAuth2.GoogleAPIs.com."])
+def test_a_token_exchange_spelled_otherwise_is_still_answered_offline(proxy, spelling):
+    flow = tflow.tflow()
+    flow.request = http.Request.make(
+        "POST",
+        f"https://{spelling}/token",
+        b"grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=x.y.z",
+        {"content-type": "application/x-www-form-urlencoded"},
+    )
+    addon = proxy(flow)
+    assert flow.response.status_code == 200
+    assert json.loads(flow.response.content)["access_token"].startswith("cassette-placeholder-")
+    assert addon.report.token_exchanges == 1 and addon.report.upstream == 0

@@ -54,7 +54,7 @@ from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .record import Recorder, RecordTarget
 from .replay import Replayer
-from .routes import RouteTable, parse_route_names
+from .routes import FORWARD, RouteTable, parse_route_names
 from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
@@ -377,21 +377,23 @@ class Cassette:
 
     async def _request(self, flow: http.HTTPFlow) -> None:
         state = new_state(flow)
-        if normal_host(flow.request.host) == CONTROL_HOST:  # the test runner's channel: never counted or keyed
+        host = normal_host(flow.request.host)  # once per request: the scope, the token check and the key use it
+        if host == CONTROL_HOST:  # the test runner's channel: never counted or keyed
             state.outcome = "control"
             self.control.answer(flow)
             return
         route = self.routes.route(flow)  # a detour through the forward proxy is undone before keying
+        if route != FORWARD:
+            host = normal_host(flow.request.host)  # the route's upstream
         # Options are read in configure() (ctx.options costs microseconds on every request): the run's, or the
         # current test's (test_control.py).
         rules = self.control.rules
         mode = rules.mode
         with self.lock:
             self.report.routes[route] = self.report.routes.get(route, 0) + 1
-        if mode != "off" and self.token_endpoints.matches(flow.request.method, flow.request.host, flow.request.path):
+        if mode != "off" and self.token_endpoints.matches(flow.request.method, host, flow.request.path):
             self._token_exchange(flow, state, mode)
             return
-        host = normal_host(flow.request.host)
         if mode == "off" or host not in self.hosts:
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
                 self._answer_offline(flow, state, host)
@@ -400,7 +402,7 @@ class Cassette:
             with self.lock:
                 self.report.passed_through(host)
             return
-        facts = request_facts(flow.request, self.read_headers)
+        facts = request_facts(flow.request, self.read_headers, host)
         key = rules.keys.key(facts)
         relative = scoped_name(
             relative_name(facts.scheme, facts.host, facts.port, facts.path, key), rules.test, rules.scope

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from mitmproxy import http
 
-from ..core.key import RequestFacts, canonical_path, normal_host
+from ..core.key import RequestFacts, canonical_path
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
@@ -27,14 +27,15 @@ def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes
     return {name: ", ".join(values) for name, values in found.items()}
 
 
-def request_facts(request: http.Request, read_headers: Collection[bytes]) -> RequestFacts:
-    """The facts of a request; `read_headers` names the key headers plus content-type and content-encoding."""
+def request_facts(request: http.Request, read_headers: Collection[bytes], host: str) -> RequestFacts:
+    """The facts of a request; `read_headers` names the key headers plus content-type and content-encoding, `host`
+    is the request's host already through `key.normal_host`."""
     headers = header_values(request.headers.fields, read_headers)
     body = request.get_content(strict=False) if "content-encoding" in headers else request.raw_content
     return RequestFacts(
         method=request.method,
         scheme=request.scheme,
-        host=normal_host(request.host),
+        host=host,
         port=request.port,
         path=canonical_path(urlsplit(request.path).path or "/"),
         query=list(request.query.items(multi=True)) if "?" in request.path else [],  # parsing rebuilds the URL
