@@ -126,3 +126,19 @@ def test_rekey_brings_format_1_cassettes_to_format_2_in_place(tmp_path, capsys):
         cassette = json.loads(path.read_text())
         assert cassette["cassette_format"] == 2 and cassette["keyed_with"]["recipe"] == 2
         assert path.name == f"{cassette['key']}.json"
+
+
+def test_rekey_refuses_a_cassette_that_is_a_symlink_out_of_the_folder_and_writes_nothing(tmp_path, capsys):
+    """Rekey rewrites what it reads: a symlink from a pull request must not copy an outside file into the folder."""
+    folder = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes", folder)
+    outside = tmp_path / "outside.json"
+    first = cassette_files(folder)[0]
+    outside.write_bytes(first.read_bytes())
+    link = first.parent / f"{'f' * 32}.json"
+    link.symlink_to(outside)
+    before = snapshot(folder)
+    code, out, err = rekey(capsys, folder)
+    assert code == 1
+    assert "outside the cassette folder" in out + err
+    assert snapshot(folder) == before and link.is_symlink()

@@ -78,7 +78,7 @@ def plan(root: Path, overrides: Overrides) -> Plan:
     for path in cassette_files(root):
         relative = PurePosixPath(path.relative_to(root).as_posix())
         try:
-            entries.append(_entry(path, relative, overrides))
+            entries.append(_entry(path, root, relative, overrides))
         except (CassetteError, ValueError) as e:
             problems.append(f"{relative}: {e.problem if isinstance(e, CassetteError) else e}")
     result = Plan(entries, problems)
@@ -93,11 +93,11 @@ def plan(root: Path, overrides: Overrides) -> Plan:
     return result
 
 
-def _entry(path: Path, relative: PurePosixPath, overrides: Overrides) -> Entry:
+def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides) -> Entry:
     match = _NAME.match(path.name)
     if not match:
         raise ValueError("not a cassette name (<32 hex>.json or <32 hex>.<n>.json)")
-    cassette = load(path)
+    cassette = load(path, root)  # rekey rewrites what it reads: a symlink out of the folder is refused, not copied in
     recorded = recipe_of(cassette) or FORMAT_1_RECIPE
     target_recipe = overrides.applied_to(recorded)
     keyed_with = cassette.get("keyed_with") or {}
