@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
+import errno
 import functools
 import json
 import os
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import eventstream
+from .fast_json import encoder
 from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
@@ -142,15 +143,15 @@ def new_cassette(key: str, request: dict, response: dict, recorded_with: dict, k
     }
 
 
-_COMPACT_UTF8 = json.JSONEncoder(ensure_ascii=False)
-"""What `json.dumps(value, ensure_ascii=False)` builds on every call; built once (every first-sight hit encodes)."""
+_compact_utf8 = encoder(ensure_ascii=False)
+"""`json.dumps(value, ensure_ascii=False)`, built once (every first-sight hit encodes)."""
 
 
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     """UTF-8 JSON; with escapes instead when a string holds a lone surrogate (`"\\ud800"` parses to one)."""
     try:
         if indent is None:
-            return _COMPACT_UTF8.encode(value).encode("utf-8")
+            return _compact_utf8(value).encode("utf-8")
         return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, indent=indent).encode("ascii")
@@ -186,17 +187,20 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
     `/dev/zero`, or a fifo, must not be read. The checks are made on the open
     file (`fstat`), so the file cannot be swapped between check and read.
     """
-    resolved = _resolved(str(path))
     real_root = _real_folder(str(root)) if root is not None else None
-    if real_root is not None and resolved != real_root and not resolved.startswith(real_root + os.sep):
-        problem = f"resolves to {resolved}, outside the cassette folder {root}"
-        raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
+    folder, name = os.path.split(str(path))
+    resolved = os.path.join(_real_folder(folder), name)
+    _check_inside(path, resolved, real_root)
     try:
-        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # O_NOFOLLOW: a symlink as the file itself fails with ELOOP, and only then is it resolved and checked (the
+        # common case costs no `lstat`); its folder is real already (`_real_folder`).
+        fd = _open(path, resolved)
     except OSError as e:
-        if isinstance(e, FileNotFoundError):
+        if e.errno != errno.ELOOP:
             raise
-        raise CassetteError(path, f"cannot be opened: {e.strerror or e}") from None
+        resolved = os.path.realpath(resolved)
+        _check_inside(path, resolved, real_root)
+        fd = _open(path, resolved)
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
@@ -206,11 +210,14 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
         if status.st_size > max_size:
             problem = f"is {status.st_size} bytes, over the cassette_max_size limit of {max_size} bytes"
             raise CassetteError(path, f"{problem}; raise the limit if the recording is genuine")
-        chunks, left = [], min(status.st_size, max_size) + 1  # one read for a file that did not grow
-        while left > 0 and (chunk := os.read(fd, left)):
-            chunks.append(chunk)
-            left -= len(chunk)
-        raw = b"".join(chunks)
+        # One read asks one byte more than the file's size: a shorter answer is the whole file.
+        raw = os.read(fd, status.st_size + 1)
+        if len(raw) > status.st_size:  # it grew since fstat: read on, up to the limit
+            chunks, left = [raw], max_size + 1 - len(raw)
+            while left > 0 and (chunk := os.read(fd, left)):
+                chunks.append(chunk)
+                left -= len(chunk)
+            raw = b"".join(chunks)
     finally:
         os.close(fd)
     if len(raw) > max_size:
@@ -218,19 +225,28 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
     return raw
 
 
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open(path: Path | str, resolved: str) -> int:
+    """The file's descriptor; FileNotFoundError if absent, OSError(ELOOP) if it is a symlink, else CassetteError."""
+    try:
+        return os.open(resolved, _OPEN_FLAGS)
+    except OSError as e:
+        if isinstance(e, FileNotFoundError) or e.errno == errno.ELOOP:
+            raise
+        raise CassetteError(path, f"cannot be opened: {e.strerror or e}") from None
+
+
+def _check_inside(path: Path | str, resolved: str, real_root: str | None) -> None:
+    if real_root is not None and resolved != real_root and not resolved.startswith(real_root + os.sep):
+        problem = f"resolves to {resolved}, outside the cassette folder {real_root}"
+        raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
+
+
 _real_folder = functools.lru_cache(maxsize=4096)(os.path.realpath)
 """The real path of a folder, resolved once per run: `realpath` costs a syscall per path component, and every
 first sight of a cassette asks it. A folder made a symlink while the proxy runs is not a pull request's doing."""
-
-
-def _resolved(path: str) -> str:
-    """The real path of a cassette file: the file itself checked every time (a symlink is followed), its folder
-    from `_real_folder`. Strings, not Path objects: this runs on every first sight of a cassette."""
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISLNK(os.lstat(path).st_mode):
-            return os.path.realpath(path)
-    folder, name = os.path.split(path)
-    return os.path.join(_real_folder(folder), name)
 
 
 _FILE_KINDS = (

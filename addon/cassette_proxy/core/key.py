@@ -17,6 +17,7 @@ from email.policy import HTTP
 from typing import Any, NamedTuple
 from urllib.parse import quote_plus, urlencode
 
+from .fast_json import decoder, encoder
 from .volatile import ValuePattern, with_placeholders
 
 RECIPE_VERSION = 2
@@ -251,12 +252,15 @@ def canonical_number(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
+_loads_for_key = decoder(parse_float=canonical_number)
+
+
 def parse_json_for_key(body: bytes) -> tuple[bool, Any]:
     """`parse_json_body` with numbers canonical (see `canonical_number`); never raises."""
     if not body:
         return False, None
     try:
-        return True, json.loads(body, parse_float=canonical_number)
+        return True, _loads_for_key(body)
     except (ValueError, RecursionError):
         return False, None
 
@@ -347,12 +351,12 @@ def identity(
     }
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+_canonical = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
 def key_of(ident: dict) -> str:
     """The first 32 hex characters of the SHA-256 of the identity's canonical JSON."""
-    canonical = _CANONICAL.encode(ident)
+    canonical = _canonical(ident)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
