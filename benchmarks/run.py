@@ -118,13 +118,21 @@ class Mitmdump:
         stop(self.process)
 
 
-def ours(folder: Path, cassettes: Path, mode: str = "replay", name: str = "ours") -> Mitmdump:
+def ours(
+    folder: Path, cassettes: Path, mode: str = "replay", name: str = "ours", preload: int | None = None
+) -> Mitmdump:
+    preloading = [] if preload is None else ["--set", f"cassette_preload={preload}"]
     return Mitmdump(
         name,
         folder,
         ["-s", str(ADDON), "--set", f"cassette_dir={cassettes}", "--set", f"cassette_hosts={HOST}",
-         "--set", f"cassette_mode={mode}", "--set", f"cassette_report={folder / name / 'report.json'}"],
+         "--set", f"cassette_mode={mode}", "--set", f"cassette_report={folder / name / 'report.json'}", *preloading],
     )  # fmt: skip
+
+
+def preload_lines(log: Path) -> list[str]:
+    """What the proxy logged of its preload (how many cassettes, how long)."""
+    return [line.split("cassette: ", 1)[1] for line in log.read_text().splitlines() if "cassette: preloaded" in line]
 
 
 def server_replay(folder: Path, flows: Path, name: str = "server_replay") -> Mitmdump:
@@ -212,7 +220,9 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     bodies = [workload.chat_body(f"suite-{i}") for i in range(50)]
     via_proxy = [workload.raw_request(HOST, port, b, via_proxy=True) for b in bodies]
     direct = [workload.raw_request(HOST, port, b, via_proxy=False) for b in bodies]
-    # (b′) sends each of these once: every hit is that cassette's first in the run (nothing cached yet).
+    # (b′) and (b″) send each of these once: every hit is that cassette's first in the run. (b′) as the proxy
+    # runs by default, its cassettes preloaded by a worker as it starts (and while it is measured); (b″) with
+    # `cassette_preload=0`, each read on its request, from a folder of its own (the same cassettes).
     first_sight_count = (1 + rounds * 2) * total  # a slice of `total` for the warm-up and for each measurement
     first_sight = synthetic_requests(port, list(range(first_sight_count)))
 
@@ -225,6 +235,8 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     writer.measure(via_proxy, len(via_proxy))
     writer.stop()
     write_synthetic_cassettes(cassettes, port, 0, first_sight_count)
+    cold_cassettes = folder / "cassettes-cold"
+    shutil.copytree(cassettes, cold_cassettes)
 
     systems = {
         "floor": floor(folder).start(),
@@ -233,15 +245,18 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
         "floor_again": floor(folder, name="floor_again").start(),
         "ours": ours(folder, cassettes).start(via_proxy[0]),
         "ours_first_sight": ours(folder, cassettes, name="ours_first_sight").start(via_proxy[0]),
+        "ours_first_sight_cold": ours(folder, cold_cassettes, name="ours_first_sight_cold", preload=0).start(
+            via_proxy[0]
+        ),
         "server_replay": server_replay(folder, flows).start(via_proxy[0]),
     }
     served_before = upstream.count
     sent = {name: 0 for name in systems}
-    unseen = iter(range(0, first_sight_count, total))
+    unseen = {name: iter(range(0, first_sight_count, total)) for name in ("ours_first_sight", "ours_first_sight_cold")}
 
     def requests_for(name: str) -> list[bytes]:
-        if name == "ours_first_sight":
-            start = next(unseen)
+        if name in unseen:
+            start = next(unseen[name])
             return first_sight[start : start + total]
         return direct if name == "direct" else via_proxy
 
@@ -265,7 +280,7 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
         for system in systems.values():
             system.stop()
     proxied = answered_upstream - sent["direct"]
-    for name in ("ours", "ours_first_sight"):
+    for name in ("ours", "ours_first_sight", "ours_first_sight_cold"):
         report = json.loads((folder / name / "report.json").read_text())
         if report["counts"]["hits"] != sent[name] + 1 or report["counts"]["misses"] or proxied:
             raise RuntimeError(f"{name}: not all replays were hits: {report['counts']}, {proxied} reached the upstream")
@@ -273,7 +288,14 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     # Paired: each round measured the systems back to back, so a ratio per round cancels most of the
     # machine's drift; the figure is the median of those.
     ratios = {}
-    pairs = ("ours", "floor"), ("ours", "server_replay"), ("ours_first_sight", "floor"), ("floor_again", "floor")
+    pairs = (
+        ("ours", "floor"),
+        ("ours", "server_replay"),
+        ("ours_first_sight", "floor"),
+        ("ours_first_sight", "server_replay"),
+        ("ours_first_sight_cold", "floor"),
+        ("floor_again", "floor"),
+    )
     for system, other in pairs:
         for c in (1, 8):
             rounds_of = list(zip(results[system][c], results[other][c], strict=True))
@@ -282,6 +304,7 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
             ratios[f"{other}/{system} CPU c={c}"] = round(cpu, 3)
     return {
         "cassettes": len(bodies) + first_sight_count,
+        "preloaded": preload_lines(folder / "ours_first_sight" / "mitmdump.log"),
         "requests_per_round": total,
         "systems": table,
         "ratios": ratios,
@@ -479,7 +502,11 @@ def markdown_throughput(results: dict) -> list[str]:
     lines = [
         f"**First-sight hits** (every request and cassette once, a fresh proxy): "
         f"**{r['ours_first_sight/floor req/s c=1']}×** the floor's req/s with 1 client, "
-        f"**{r['ours_first_sight/floor req/s c=8']}×** with 8; noise control (a second floor / the floor): "
+        f"**{r['ours_first_sight/floor req/s c=8']}×** with 8 (against `--server-replay`: "
+        f"{r['ours_first_sight/server_replay req/s c=1']}× and {r['ours_first_sight/server_replay req/s c=8']}×); "
+        f"without the preload, {r['ours_first_sight_cold/floor req/s c=1']}× and "
+        f"{r['ours_first_sight_cold/floor req/s c=8']}×. Preload: {'; '.join(t.get('preloaded', [])) or 'none'}. "
+        f"Noise control (a second floor / the floor): "
         f"{r['floor_again/floor req/s c=1']}× and {r['floor_again/floor req/s c=8']}×. Repeated hits: "
         f"{r['ours/floor req/s c=1']}× and {r['ours/floor req/s c=8']}×; against `--server-replay`: "
         f"{r['ours/server_replay req/s c=1']}× and {r['ours/server_replay req/s c=8']}×.",
@@ -494,7 +521,8 @@ def markdown_throughput(results: dict) -> list[str]:
     names = {
         "floor": "(a) floor: mitmdump + constant-answer addon",
         "floor_again": "(a′) the same floor, a second process (noise control)",
-        "ours_first_sight": "(b′) cassette addon, hits (each request and cassette once)",
+        "ours_first_sight": "(b′) cassette addon, hits (each request and cassette once; preloaded, the default)",
+        "ours_first_sight_cold": "(b″) the same, `cassette_preload=0` (each cassette read on its request)",
         "ours": "(b) cassette addon, hits (50 requests, each sent again and again)",
         "server_replay": "(c) mitmdump --server-replay",
         "direct": "(d) fake upstream, no proxy",

@@ -92,6 +92,9 @@ class ReplayCache:
             self.store(path, stamp, replay)
         return replay
 
+    def __contains__(self, path: str) -> bool:
+        return path in self._entries
+
     def lookup(self, path: str, stamp: Stamp) -> Replay | None:
         entry = self._entries.get(path)
         return entry[1] if entry is not None and entry[0] == stamp else None

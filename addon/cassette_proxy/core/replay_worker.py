@@ -1,5 +1,5 @@
-"""The replay of a large cassette, built in a separate process: `python -m cassette_proxy.core.replay_worker PATH ROOT
-MAX_SIZE`.
+"""Replays built in a separate process: of one large cassette (`python -m cassette_proxy.core.replay_worker PATH ROOT
+MAX_SIZE`), or of a folder's cassettes before their first request (`... --preload ROOT MAX_SIZE LIMIT BELOW`).
 
 Reading, parsing and re-encoding a 50 MB cassette takes the proxy's CPU for a
 second or more, and a thread would not help: `json.loads` and `json.dumps`
@@ -11,16 +11,20 @@ at most MAX_SIZE bytes, every field checked).
 Its output: one JSON line, then the body's bytes:
   {"response": <the cassette's response without its body>, "body_length": n}
   {"error": "missing" | "unusable" | "unreadable", "problem": "..."}
+With --preload, one such record per usable cassette, each head also naming the file ("path") and its
+`stamp` taken before it was read (a file changed afterwards no longer matches it, and is read again).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
-from .replay_cache import Replay, replay_of, wire_fields
+from .replay_cache import Replay, replay_of, stamp_of, wire_fields
 
 
 def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> tuple[dict, bytes]:
@@ -50,10 +54,46 @@ def replay_from(path: Path, head: dict, body: bytes) -> Replay:
     return Replay({"response": response}, body, wire_fields(path, response.get("headers", {}), len(body)))
 
 
+def preload(root: str, max_size: int, limit: int, below: int, out) -> int:
+    """Write the records of up to `limit` usable cassettes under `root` smaller than `below` bytes; how many.
+
+    Folders are walked without following symlinks (a symlinked cassette file is checked by `load`, as on a
+    request); hidden folders and names are skipped, as are unusable cassettes: a request for one gets the usual
+    error from the proxy's own read.
+    """
+    written = 0
+    for folder, folders, names in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in names:
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            path = os.path.join(folder, name)
+            try:
+                status = os.stat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(status.st_mode) or status.st_size >= below:
+                continue
+            head, body = reply(path, Path(root), max_size)
+            if "error" in head:
+                continue
+            head["path"], head["stamp"] = path, stamp_of(status)
+            out.write(json.dumps(head).encode() + b"\n")
+            out.write(body)
+            written += 1
+            if written >= limit:
+                return written
+    return written
+
+
 def main() -> None:
+    out = sys.stdout.buffer
+    if sys.argv[1] == "--preload":
+        preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out)
+        out.flush()
+        return
     path, root, max_size = Path(sys.argv[1]), Path(sys.argv[2]) if sys.argv[2] else None, int(sys.argv[3])
     head, body = reply(path, root, max_size)
-    out = sys.stdout.buffer
     out.write(json.dumps(head).encode() + b"\n")
     out.write(body)
     out.flush()

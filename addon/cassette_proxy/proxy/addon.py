@@ -53,7 +53,7 @@ from .errors import error_response, json_response
 from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .record import Recorder, RecordTarget
-from .replay import Replayer
+from .replay import DEFAULT_PRELOAD, REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable, parse_route_names
 from .seal import Seal
 from .sequence import Sequencer
@@ -79,6 +79,7 @@ class Cassette:
         self.lock = self.recorder.lock
         """Every change to the report takes it: worker threads write cassettes and count them too."""
         self.replayer = Replayer()
+        self.preloading: asyncio.Task | None = None
         self.sequencer = Sequencer()
         self.control = TestControl()
         self.control.on_start = self.sequencer.start
@@ -212,6 +213,14 @@ class Cassette:
             "500 cassette_invalid. Default 256 MiB, far above any real response.",
         )
         loader.add_option(
+            "cassette_preload",
+            int,
+            DEFAULT_PRELOAD,
+            "In replay and record modes, how many cassettes (each below 1 MB) a worker process reads and checks as "
+            "the proxy starts, so that their first request is answered from memory (a run sees most requests once); "
+            "0: none. Any file changed afterwards is read again.",
+        )
+        loader.add_option(
             "cassette_replay_timing",
             str,
             os.environ.get(REPLAY_TIMING_VAR) or "none",
@@ -300,6 +309,10 @@ class Cassette:
             )
         if updated & {"cassette_dir", "cassette_max_size"}:
             self.replayer.cache.root, self.replayer.cache.max_size = self.root, opts.cassette_max_size
+        if "cassette_preload" in updated:
+            if opts.cassette_preload < 0:
+                raise exceptions.OptionsError(f"cassette_preload: {opts.cassette_preload!r} must be 0 or more")
+            self.replayer.cache.size = REPLAY_CACHE_SIZE + opts.cassette_preload
         for name in ("cassette_report", "cassette_ready_file"):
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
@@ -342,6 +355,8 @@ class Cassette:
             log.warning(f"removed {stale}: a partial cassette left by a proxy that was killed while writing")
         self.routes = RouteTable.of_servers(ctx.master.addons.get("proxyserver").servers, self.route_names)
         self.report.routes = dict.fromkeys(self.routes.names(), 0)
+        if ctx.options.cassette_mode in ("replay", "record") and ctx.options.cassette_preload:
+            self.preloading = asyncio.get_running_loop().create_task(self._preload(ctx.options.cassette_preload))
         if not ctx.options.cassette_ready_file:
             return
         listen = []
@@ -354,7 +369,22 @@ class Cassette:
         ready = {"pid": os.getpid(), "mode": ctx.options.cassette_mode, "listen": listen}
         write_atomic(Path(ctx.options.cassette_ready_file), json.dumps(ready).encode())
 
+    async def _preload(self, limit: int) -> None:
+        began = time.monotonic()
+        try:
+            loaded = await self.replayer.preload(limit)
+        except Exception as e:  # the cache stays as it was: every cassette is still read on its first request
+            log.warning(
+                f"cassette: preloading the cassettes failed ({type(e).__name__}: {e}); each is read on its first request"
+            )
+            return
+        if loaded:
+            log.info(f"cassette: preloaded {loaded} cassettes in {time.monotonic() - began:.2f} s")
+
     def done(self) -> None:
+        self.replayer.stop_preload()
+        if self.preloading is not None:
+            self.preloading.cancel()
         self.recorder.wait_idle()
         if ctx.options.cassette_report:
             with self.lock:

@@ -32,6 +32,12 @@ BIG_CASSETTE_BYTES = 1024 * 1024
 WORKERS = 2
 """Replay workers at once: each holds a few times its cassette's size in memory while it works."""
 
+REPLAY_CACHE_SIZE = 512
+"""Replays kept for the cassettes requests have read, beyond those preloaded."""
+
+DEFAULT_PRELOAD = 4096
+"""Cassettes read before their first request (`cassette_preload`): about 2 KB of memory each for a typical one."""
+
 WORKER_PYTHON = None if getattr(sys, "frozen", False) else sys.executable
 """A frozen mitmdump (the standalone binary) is no Python to run a worker with: it parses on the loop."""
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -44,11 +50,12 @@ class Replayer:
     """Answers flows from cassettes; owns the timed-replay server."""
 
     def __init__(self) -> None:
-        self.cache = ReplayCache()
+        self.cache = ReplayCache(size=REPLAY_CACHE_SIZE + DEFAULT_PRELOAD)
         self.timed = TimedReplayServer()
         self.speed: float | None = None
         """cassette_replay_timing: None sends a stream at once, else the speed factor of its recorded gaps."""
         self.workers = asyncio.Semaphore(WORKERS)
+        self.preloader: asyncio.subprocess.Process | None = None
 
     async def load(self, path: str) -> Replay | None:
         """The cassette at `path` ready to answer with, or None when there is none; CassetteError/OSError if unusable."""
@@ -72,6 +79,50 @@ class Replayer:
             return replay
         except FileNotFoundError:
             return None
+
+    async def preload(self, limit: int) -> int:
+        """Fill the cache with up to `limit` of the folder's cassettes (each below BIG_CASSETTE_BYTES) before their
+        first request; how many. Built by a worker process with the same checks as a request's own read.
+
+        A run sees most cassettes once, so reading one on its first request is the cost a CI run feels; the
+        worker does that work on the other core while the test runner starts. An entry is used only while its
+        file's stamp (taken before the worker read it) is unchanged, so a file changed since is read again.
+        """
+        root = self.cache.root
+        if WORKER_PYTHON is None or limit <= 0 or root is None or not _has_entries(root):
+            return 0
+        prefix = f"{root}{os.sep}"
+        self.preloader = worker = await asyncio.create_subprocess_exec(
+            WORKER_PYTHON, "-I", "-c", WORKER_CODE, PACKAGE_PARENT, "--preload", str(root), str(self.cache.max_size),
+            str(limit), str(BIG_CASSETTE_BYTES),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            limit=1024 * 1024,
+        )  # fmt: skip
+        loaded = 0
+        try:
+            while line := await worker.stdout.readline():
+                head = json.loads(line)
+                body = await worker.stdout.readexactly(head["body_length"])
+                path = head["path"]
+                if not path.startswith(prefix):
+                    raise ValueError(f"the preload worker named {path!r}, outside {root}")
+                if path not in self.cache:  # a request may have read it meanwhile
+                    self.cache.store(path, tuple(head["stamp"]), replay_from(Path(path), head, body))
+                loaded += 1
+                if loaded % 64 == 0:
+                    await asyncio.sleep(0)  # buffered records are read without waiting: let the clients in
+        except BaseException:
+            self.stop_preload()
+            raise
+        finally:
+            await _end(worker)
+            self.preloader = None
+        return loaded
+
+    def stop_preload(self) -> None:
+        if self.preloader is not None and self.preloader.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.preloader.kill()
 
     async def _build_in_worker(self, path: str) -> Replay:
         async with self.workers:
@@ -122,6 +173,15 @@ class Replayer:
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.timed.port
         request.path = self.timed.register(stream)
         state.timed_replay = True
+
+
+def _has_entries(folder: Path) -> bool:
+    """The folder exists and is not empty (a process for an empty folder would cost more than it saves)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 async def _end(worker: asyncio.subprocess.Process, grace: float = 2.0) -> None:

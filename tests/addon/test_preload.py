@@ -1,0 +1,128 @@
+"""The preload (`cassette_preload`): a worker process reads the folder's cassettes as the proxy starts, with the
+checks of a request's own read, so their first request is answered from memory. What it fills the cache with is
+what a request would have built; what it must not load it skips, and a file changed since is read again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import pytest
+from cassette_proxy.core.replay_cache import ReplayCache
+from cassette_proxy.proxy import replay as replay_module
+from cassette_proxy.proxy.replay import BIG_CASSETTE_BYTES, Replayer
+
+
+def cassette(status: int = 200, body: object = None, headers: dict | None = None) -> dict:
+    return {
+        "cassette_format": 2,
+        "key": "0" * 32,
+        "request": {"method": "POST", "url": "https://h/v1/x", "headers": {}, "body_format": "json", "body": {}},
+        "response": {"status": status, "headers": headers or {"content-type": "application/json"},
+                     "body_format": "json", "body": {"ok": True} if body is None else body},
+    }  # fmt: skip
+
+
+def write(path, content: dict | bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content, indent=2).encode())
+    return str(path)
+
+
+def replayer_for(root, limit: int = 100) -> tuple[Replayer, int]:
+    replayer = Replayer()
+    replayer.cache.root = root.resolve()
+    loaded = asyncio.run(replayer.preload(limit))
+    return replayer, loaded
+
+
+@pytest.fixture
+def no_reads(monkeypatch):
+    """Fails any in-process read of a cassette file: after a preload, a hit must come from memory."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"read on the request path: {args[0]}")
+
+    monkeypatch.setattr("cassette_proxy.core.replay_cache.read_limited", refuse)
+
+
+def test_preloaded_replays_are_what_a_request_would_build(tmp_path, monkeypatch):
+    root = tmp_path / "cassettes"
+    paths = [
+        write(root / "h" / "v1" / "x" / "a.json", cassette(201, {"id": "é ✓", "n": [1, 2.5]}, {"x-note": "grün"})),
+        write(root / "h" / "v1" / "x" / "b.json", cassette(404, "plain")),
+        write(root / "tests" / "t" / "c.json", cassette(200, [{"ms": 0, "text": "data: 1\n\n"}])),
+    ]
+    expected = {path: ReplayCache(root=root.resolve()).load(path) for path in paths}
+    replayer, loaded = replayer_for(root)
+
+    assert loaded == 3
+    monkeypatch.setattr("cassette_proxy.core.replay_cache.read_limited", lambda *a, **k: 1 / 0)
+    for path in paths:
+        built = asyncio.run(replayer.load(path))
+        assert built.body == expected[path].body
+        assert built.header_fields == expected[path].header_fields
+        assert built.cassette["response"]["status"] == expected[path].cassette["response"]["status"]
+
+
+def test_what_a_request_would_refuse_is_not_preloaded(tmp_path):
+    root = tmp_path / "cassettes"
+    outside = write(tmp_path / "outside.json", cassette())
+    good = write(root / "h" / "good.json", cassette())
+    broken = write(root / "h" / "broken.json", b'{"cassette_format": 2, "key": ')
+    bad_header = write(root / "h" / "inject.json", cassette(headers={"x": "a\r\nset-cookie: b"}))
+    write(root / "h" / "notes.txt", b"not a cassette")
+    write(root / ".git" / "hidden.json", cassette())
+    big = write(root / "h" / "big.json", cassette(body="x" * BIG_CASSETTE_BYTES))
+    os.symlink(outside, root / "h" / "link.json")
+    os.mkfifo(root / "h" / "fifo.json")
+
+    replayer, loaded = replayer_for(root)
+
+    assert loaded == 1
+    assert good in replayer.cache
+    for path in (broken, bad_header, big, str(root / "h" / "link.json"), str(root / "h" / "fifo.json")):
+        assert path not in replayer.cache
+    assert str(root / ".git" / "hidden.json") not in replayer.cache
+    # Not preloaded is not hidden: the request's own read still refuses them, with the usual error.
+    with pytest.raises(Exception, match="outside the cassette folder"):
+        asyncio.run(replayer.load(str(root / "h" / "link.json")))
+    with pytest.raises(Exception, match="invalid JSON"):
+        asyncio.run(replayer.load(broken))
+
+
+def test_a_cassette_changed_after_the_preload_is_read_again(tmp_path):
+    root = tmp_path / "cassettes"
+    path = write(root / "h" / "a.json", cassette(body={"version": 1}))
+    replayer, _ = replayer_for(root)
+    replaced = root / "h" / "a.json.tmp"
+    write(replaced, cassette(body={"version": 2}))
+    os.replace(replaced, path)  # as a recording proxy writes it: a new file
+
+    assert asyncio.run(replayer.load(path)).body == b'{"version": 2}'
+
+
+def test_the_preload_stops_at_its_limit(tmp_path):
+    root = tmp_path / "cassettes"
+    for i in range(10):
+        write(root / "h" / f"{i}.json", cassette())
+    replayer, loaded = replayer_for(root, limit=4)
+    assert loaded == 4
+    assert sum(str(root.resolve() / "h" / f"{i}.json") in replayer.cache for i in range(10)) == 4
+
+
+def test_an_empty_or_absent_folder_starts_no_worker(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(replay_module.asyncio, "create_subprocess_exec", lambda *a, **k: started.append(a))
+    (tmp_path / "empty").mkdir()
+    assert replayer_for(tmp_path / "empty")[1] == 0
+    assert replayer_for(tmp_path / "absent")[1] == 0
+    assert started == []
+
+
+def test_a_hit_after_the_preload_reads_no_file(tmp_path, no_reads):
+    root = tmp_path / "cassettes"
+    path = write(root / "h" / "a.json", cassette(body={"from": "memory"}))
+    replayer, _ = replayer_for(root)
+    assert asyncio.run(replayer.load(path)).body == b'{"from": "memory"}'
