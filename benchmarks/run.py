@@ -44,6 +44,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 import load  # noqa: E402
 import openai  # noqa: E402
 import pressure  # noqa: E402
+import record_big  # noqa: E402
 import workload  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
@@ -52,7 +53,7 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
-PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst")
+PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord")
 """`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
@@ -490,6 +491,7 @@ def markdown(results: dict) -> str:
         ("misses", markdown_misses),
         ("big", markdown_big),
         ("burst", markdown_burst),
+        ("bigrecord", markdown_bigrecord),
     ):
         if part in results:
             lines += ["", *section(results)]
@@ -652,6 +654,25 @@ def markdown_burst(results: dict) -> list[str]:
     return lines
 
 
+def markdown_bigrecord(results: dict) -> list[str]:
+    lines = [
+        "**8. Big answers recorded** (one client records a big embeddings answer while another sends small hits; "
+        "`relay`: mitmdump without the addon passing the same bytes on), then replayed by a fresh proxy",
+        "",
+        "| system | body MB | record s | small hit max ms | peak RSS MB | (peak − start) / body | cassette MB "
+        "| stored as | first replay s | its small hit max ms | its (peak − start) / body |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in results["bigrecord"]:
+        lines.append(
+            f"| {r['system']} | {r['body_mb']} | {r['record_s']} | {r['record_small_max_ms']} "
+            f"| {r['record_peak_rss_mb']} | {r['record_peak_over_start_per_body']} | {r.get('cassette_mb', '–')} "
+            f"| {r.get('body_format', '–')} | {r.get('replay_s', '–')} | {r.get('replay_small_max_ms', '–')} "
+            f"| {r.get('replay_peak_over_start_per_body', '–')} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and requests, scale only to 10,000")
@@ -667,6 +688,7 @@ def main() -> None:
     parser.add_argument("--miss-counts", default="200,2000,20000,100000", help="cassettes in the miss's folder")
     parser.add_argument("--big-mb", default="20,50", help="big cassette sizes (MB) timed against small hits")
     parser.add_argument("--rss-mb", default="20,50,200", help="big cassette sizes (MB) whose peak RSS is measured")
+    parser.add_argument("--record-mb", default="50,200", help="big answer sizes (MB) recorded through the proxy")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if parts - set(PARTS):
@@ -710,6 +732,16 @@ def main() -> None:
         if "burst" in parts:
             print(f"7. a burst of {pressure.BURST} connections ...", flush=True)
             results["burst"] = pressure.part_burst(folder, port, pressure_systems(folder, in_loop=False))
+        if "bigrecord" in parts:
+            print("8. big answers recorded ...", flush=True)
+            results["bigrecord"] = record_big.part_big_records(
+                folder,
+                [int(m) for m in args.record_mb.split(",") if m],
+                {
+                    "relay": lambda cassettes, name, mode: Mitmdump(name, folder, []),
+                    "ours": lambda cassettes, name, mode: ours(folder, cassettes, mode=mode, name=name),
+                },
+            )
     except BaseException:
         print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
         raise

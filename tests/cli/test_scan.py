@@ -172,3 +172,15 @@ def test_unreadable_json_is_scanned_as_text(tmp_path, capsys):
     code, out = scan(capsys, str(broken))
     assert code == 1 and f"{broken}: (file): openai-key" in out
     assert cassette_files(tmp_path) == [broken]
+
+
+def test_a_credential_field_inside_a_json_answer_stored_as_text_is_found(tmp_path, capsys):
+    """A JSON answer above 1 MB is stored as its text; scan reads its fields as it reads a parsed body's."""
+    cassette = chat("hello", "hi")
+    answer = {"data": [{"i": 1}, {"password": "hunter2-but-longer"}]}
+    cassette["response"].update(body_format="text", body=json.dumps(answer, separators=(",", ":")))
+    planted = write(tmp_path, cassette)
+    code, out = scan(capsys, str(tmp_path))
+    assert code == 1
+    assert f"{planted}: response.body.data[1].password: credential-field:" in out
+    assert "hunter2-but-longer" not in out

@@ -186,3 +186,24 @@ def test_hints_never_hide_a_match(pieces):
     text = "".join(pieces) + "abcdefghij0123456789ABCDEFGHIJ0123456789"
     for rule in WITH_PII:
         assert rule.apply(text) == replace(rule, hints=()).apply(text)
+
+
+def test_a_text_body_holding_json_has_its_credential_fields_redacted():
+    """A JSON answer above 1 MB is stored as text: the credential-field rule must still reach inside it."""
+    import json
+
+    from cassette_proxy.core.redact import parse_rules, redacted
+
+    text = (
+        '{"data": [{"Api-Key": "sk-abc\\"def", "n": 1.50}], "password" :  "hunter2", '
+        '"schema": {"password": {"type": "string"}}, "other": "password", "note": "é"}'
+    )
+    out = redacted(text, ("response", "body"), parse_rules([]))
+
+    parsed = json.loads(out)
+    assert parsed["data"][0]["Api-Key"] == "[REDACTED:credential-field]"
+    assert parsed["password"] == "[REDACTED:credential-field]"
+    assert parsed["schema"] == {"password": {"type": "string"}}  # an object, not a credential
+    assert parsed["other"] == "password"
+    assert '"n": 1.50' in out and '"note": "é"' in out  # everything else as written
+    assert redacted('{"a": "b"}', ("response", "body"), parse_rules([])) == '{"a": "b"}'

@@ -10,6 +10,7 @@ into a CI log.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -99,6 +100,13 @@ def strings(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
         for i, item in enumerate(value):
             yield from strings(item, (*path, i))
     elif isinstance(value, str):
+        if len(path) == 2 and path[1] == "body" and value.lstrip()[:1] in ("{", "["):
+            # A JSON answer above 1 MB is stored as its text: its fields are scanned as a parsed body's are.
+            with contextlib.suppress(ValueError, RecursionError):
+                document = json.loads(value)
+                if isinstance(document, dict | list):
+                    yield from strings(document, path)
+                    return
         lines = payload_lines(value) if "\n" in value else None
         if lines is None:
             yield path, value

@@ -78,6 +78,11 @@ def body_fields(body: bytes, content_type: str) -> dict:
         is_json, value = parse_json_body(body)
         if is_json:
             return {"body_format": "json", "body": value}
+    return text_fields(body)
+
+
+def text_fields(body: bytes) -> dict:
+    """{"body_format", "body"} keeping the exact bytes: text when they are UTF-8, else base64."""
     try:
         return {"body_format": "text", "body": body.decode("utf-8")}
     except UnicodeDecodeError:

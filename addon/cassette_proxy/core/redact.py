@@ -10,6 +10,8 @@ real response, so matching never depends on it.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -238,6 +240,52 @@ def parse_rules(specs: Iterable[str]) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+def needs_structure(rules: Iterable[Rule]) -> bool:
+    """Some rule is scoped to a path inside a body, which only a parsed body can answer (see `_redacted_json_fields`)."""
+    return any(len(target) > 2 for rule in rules for target in rule.targets)
+
+
+def _redacted_json_fields(text: str, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> str:
+    """A whole body stored as text that holds JSON (a JSON answer above 1 MB is stored as its text, as received)
+    with the field-limited rules applied to its `"name": "string"` pairs, as they would apply to the parsed body.
+
+    Only rules scoped no deeper than the body itself: where a pair sits in the document is not known here
+    (the recorder parses a big body when a rule needs that). A pair inside a string that holds escaped JSON is
+    redacted too: more, never less.
+    """
+    field_rules = [
+        rule
+        for rule in rules
+        if rule.fields
+        and all(len(target) <= len(path) for target in rule.targets)
+        and (not rule.targets or any(_starts_with(path, target) for target in rule.targets))
+    ]
+    if not field_rules or '"' not in text:
+        return text
+    out, last = [], 0
+    for m in _pairs_named(frozenset().union(*(rule.fields for rule in field_rules))).finditer(text):
+        try:
+            value = json.loads(f'"{m.group(2)}"')
+        except ValueError:
+            continue
+        name, new = field_name(m.group(1)), value
+        for rule in field_rules:
+            if name in rule.fields:
+                new = rule.apply(new)
+        if new != value:
+            out += [text[last : m.start(2)], json.dumps(new, ensure_ascii=False)[1:-1]]
+            last = m.end(2)
+    return "".join(out) + text[last:] if out else text
+
+
+@functools.lru_cache(maxsize=32)
+def _pairs_named(fields: frozenset[str]) -> re.Pattern[str]:
+    """`"name": "value"` with a name `field_name` maps into `fields` (any case, `-` for `_`); group 2: the
+    value as written (escaped). One pass finds only the wanted pairs, so a 200 MB body costs one scan."""
+    names = "|".join(sorted(re.escape(name).replace("_", "[_-]") for name in fields))
+    return re.compile(rf'"({names})"\s*:\s*"((?:[^"\\]|\\.)*)"', re.IGNORECASE)
+
+
 def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
     """A copy of the cassette with every rule applied to the url, headers and body it stores."""
     rules = tuple(rules)
@@ -264,6 +312,8 @@ def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
 def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> Any:
     """A copy of a stored value (found at `path` in the cassette) with the rules that apply there applied."""
     if isinstance(value, str):
+        if len(path) == 2 and path[1] == "body":  # first, as the field rules come first on a parsed body
+            value = _redacted_json_fields(value, path, rules)
         for rule in rules:
             if rule.applies_to(path):
                 value = rule.apply(value)

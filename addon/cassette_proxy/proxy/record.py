@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,12 +25,14 @@ from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import (
+    LARGE_JSON_BYTES,
     body_fields,
     dumps,
     events_fields,
     large_json_as_text,
     new_cassette,
     stored_headers,
+    text_fields,
 )
 from ..core.record_statuses import is_client_error
 from ..core.report import Report
@@ -84,10 +87,13 @@ class Recorder:
         log.warning(message)
 
     def save_whole(self, flow: http.HTTPFlow, target: RecordTarget) -> asyncio.Future | None:
-        body = body_fields(
-            flow.response.get_content(strict=False) or b"", flow.response.headers.get("content-type", "")
-        )
-        return self.save(flow, target, body)
+        content = flow.response.get_content(strict=False) or b""
+        if len(content) > LARGE_JSON_BYTES and not redact.needs_structure(self.redact_rules):
+            # Stored as its text, as received, built in the writer thread: parsing a 50 MB JSON answer here (and
+            # encoding it again there) held the event loop for seconds (benchmarks/record_big.py). Redaction
+            # applies to the text, credential fields included (redact._redacted_json_fields).
+            return self.save(flow, target, lambda: text_fields(content))
+        return self.save(flow, target, body_fields(content, flow.response.headers.get("content-type", "")))
 
     def save_stream(self, flow: http.HTTPFlow, target: RecordTarget, recorder: StreamRecorder, first: bool) -> None:
         """Called by the stream recorder, inside mitmproxy's stream handling, once the stream is complete."""
@@ -105,8 +111,11 @@ class Recorder:
             body = body_fields(data, flow.response.headers.get("content-type", ""))
         self.save(flow, target, body, count=first)
 
-    def save(self, flow: http.HTTPFlow, target: RecordTarget, body: dict, count: bool = True) -> asyncio.Future | None:
-        """Hand the cassette to a worker thread at once; the future says why the write failed, if it did."""
+    def save(
+        self, flow: http.HTTPFlow, target: RecordTarget, body: dict | Callable[[], dict], count: bool = True
+    ) -> asyncio.Future | None:
+        """Hand the cassette to a worker thread at once; the future says why the write failed, if it did.
+        `body`: the stored body's fields, or what makes them (in the thread)."""
         status = flow.response.status_code
         if status not in (self.statuses if target.statuses is None else target.statuses):
             if count:
@@ -119,30 +128,30 @@ class Recorder:
                     status,
                 )
             return None
-        response = {"status": status, "headers": stored_headers(list(flow.response.headers.items(multi=True))), **body}
-        cassette = new_cassette(
-            target.key,
-            target.request,
-            response,
-            {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION},
-            self.keyed_with,
-        )
+        head = {"status": status, "headers": stored_headers(list(flow.response.headers.items(multi=True)))}
+        recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
+
+        def build() -> dict:
+            fields = body() if callable(body) else body
+            return new_cassette(target.key, target.request, {**head, **fields}, recorded_with, self.keyed_with)
+
         with self.lock:
             self.in_flight += 1
-        return asyncio.get_running_loop().run_in_executor(None, self._write, target, cassette, count)
+        return asyncio.get_running_loop().run_in_executor(None, self._write, target, build, count)
 
-    def _write(self, target: RecordTarget, cassette: dict, count: bool) -> str | None:
+    def _write(self, target: RecordTarget, build: Callable[[], dict], count: bool) -> str | None:
         """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker thread.
 
         It counts itself, and `wait_idle()` waits for it, because a proxy stopped
         right after a client's last read (a test suite ending) cancels the
         hooks still awaiting: the report must still include the cassette.
         """
-        stored = redact.redact(cassette, self.redact_rules)
-        if stored["request"] != cassette["request"]:
-            # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
-            stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
         try:
+            cassette = build()
+            stored = redact.redact(cassette, self.redact_rules)
+            if stored["request"] != cassette["request"]:
+                # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
+                stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
             write_atomic(target.path, dumps(large_json_as_text(stored)))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
