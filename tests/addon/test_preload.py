@@ -126,3 +126,16 @@ def test_a_hit_after_the_preload_reads_no_file(tmp_path, no_reads):
     path = write(root / "h" / "a.json", cassette(body={"from": "memory"}))
     replayer, _ = replayer_for(root)
     assert asyncio.run(replayer.load(path)).body == b'{"from": "memory"}'
+
+
+def test_the_preload_stops_at_its_byte_budget(tmp_path):
+    import io
+
+    from cassette_proxy.core.replay_worker import preload
+
+    root = tmp_path / "cassettes"
+    for i in range(5):
+        write(root / "h" / f"{i}.json", cassette(body="x" * 1000))
+    out = io.BytesIO()
+    assert preload(str(root), 1 << 20, 100, 1 << 20, out, budget=2500) == 3
+    assert out.getvalue().count(b'"path"') == 3

@@ -1,5 +1,6 @@
 """Replays built in a separate process: of one large cassette (`python -m cassette_proxy.core.replay_worker PATH ROOT
-MAX_SIZE`), or of a folder's cassettes before their first request (`... --preload ROOT MAX_SIZE LIMIT BELOW`).
+MAX_SIZE`), or of a folder's cassettes before their first request (`... --preload ROOT MAX_SIZE LIMIT BELOW`:
+at most LIMIT cassettes, each below BELOW bytes, and PRELOAD_BYTES of bodies).
 
 Reading, parsing and re-encoding a 50 MB cassette takes the proxy's CPU for a
 second or more, and a thread would not help: `json.loads` and `json.dumps`
@@ -25,6 +26,9 @@ from pathlib import Path
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
+
+PRELOAD_BYTES = 64 * 1024 * 1024
+"""The bodies a preload sends at most: the replay cache holds 256 MB in all, and a run's later reads need room."""
 
 
 def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> tuple[dict, bytes]:
@@ -54,8 +58,9 @@ def replay_from(path: Path, head: dict, body: bytes) -> Replay:
     return Replay({"response": response}, body, wire_fields(path, response.get("headers", {}), len(body)))
 
 
-def preload(root: str, max_size: int, limit: int, below: int, out) -> int:
-    """Write the records of up to `limit` usable cassettes under `root` smaller than `below` bytes; how many.
+def preload(root: str, max_size: int, limit: int, below: int, out, budget: int = PRELOAD_BYTES) -> int:
+    """Write the records of up to `limit` usable cassettes under `root` smaller than `below` bytes, until their
+    bodies reach `budget` bytes; how many.
 
     Folders are walked without following symlinks (a symlinked cassette file is checked by `load`, as on a
     request); hidden folders and names are skipped, as are unusable cassettes: a request for one gets the usual
@@ -81,7 +86,8 @@ def preload(root: str, max_size: int, limit: int, below: int, out) -> int:
             out.write(json.dumps(head).encode() + b"\n")
             out.write(body)
             written += 1
-            if written >= limit:
+            budget -= len(body)
+            if written >= limit or budget <= 0:
                 return written
     return written
 
