@@ -12,6 +12,8 @@
 5-7. What grows with the work (pressure.py): misses in big endpoint folders,
    big cassettes replayed for the first time (other clients' hits meanwhile,
    peak RSS), a burst of 500 connections.
+8. A whole generated pytest suite (vcr_suite.py): VCR.py's in-process replay
+   against `cassette run`, forward and reverse, and the suite with no replay.
 
 `--parts` runs a subset, e.g. `--parts throughput,misses` (see PARTS).
 
@@ -44,6 +46,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 import load  # noqa: E402
 import openai  # noqa: E402
 import pressure  # noqa: E402
+import vcr_suite  # noqa: E402
 import workload  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
@@ -52,7 +55,7 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
-PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst")
+PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "vcr")
 """`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
@@ -467,6 +470,7 @@ def markdown(results: dict) -> str:
         ("misses", markdown_misses),
         ("big", markdown_big),
         ("burst", markdown_burst),
+        ("vcr", vcr_suite.markdown_vcr),
     ):
         if part in results:
             lines += ["", *section(results)]
@@ -639,6 +643,7 @@ def main() -> None:
     parser.add_argument("--miss-counts", default="200,2000,20000,100000", help="cassettes in the miss's folder")
     parser.add_argument("--big-mb", default="20,50", help="big cassette sizes (MB) timed against small hits")
     parser.add_argument("--rss-mb", default="20,50,200", help="big cassette sizes (MB) whose peak RSS is measured")
+    parser.add_argument("--vcr-rounds", type=int, default=5, help="interleaved rounds of the whole-suite part (>= 3)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if parts - set(PARTS):
@@ -682,6 +687,9 @@ def main() -> None:
         if "burst" in parts:
             print(f"7. a burst of {pressure.BURST} connections ...", flush=True)
             results["burst"] = pressure.part_burst(folder, port, pressure_systems(folder, in_loop=False))
+        if "vcr" in parts:
+            print(f"8. a whole suite of {vcr_suite.TESTS} tests: VCR.py against cassette run ...", flush=True)
+            results["vcr"] = vcr_suite.part_vcr(folder, upstream, max(3, args.vcr_rounds))
     except BaseException:
         print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
         raise
