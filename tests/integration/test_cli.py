@@ -302,3 +302,18 @@ def test_only_reverse_without_a_route_is_refused(tmp_path):
     result = cassette("run", "--only-reverse", "--", "true", cwd=tmp_path)
     assert result.returncode == 2
     assert "--only-reverse needs at least one --reverse" in result.stderr
+
+
+def test_proxy_ca_only_bundle_holds_one_certificate_and_forward_replay_works(tmp_path, https_upstream):
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)}
+    count = "import os; print(open(os.environ['SSL_CERT_FILE']).read().count('BEGIN CERTIFICATE'))"
+    result = cassette("run", "--proxy-ca-only", "--", sys.executable, "-c", count, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"
+    for mode in ("record", "replay"):
+        result = cassette(
+            "run", "--mode", mode, "--proxy-ca-only", "--", *chat_command("one CA"), cwd=tmp_path, env=env
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "200 echo: one CA"
+    assert https_upstream.count == 1
