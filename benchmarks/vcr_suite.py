@@ -67,7 +67,7 @@ CLEARED = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
     "CASSETTE_MODE", "CASSETTE_DIR", "CASSETTE_MITMDUMP_ARGS", "PYTEST_ADDOPTS",
 )  # fmt: skip
-SYSTEMS = ("vcr", "ours_forward", "ours_reverse", "direct")
+SYSTEMS = ("vcr", "ours_forward", "ours_reverse", "ours_only_reverse", "ours_forward_proxy_ca", "direct")
 PROBES = ("launch_forward", "launch_reverse", "collect_vcr", "collect_plain")
 
 # ---------------------------------------------------------------------------------------------- the suite
@@ -294,6 +294,8 @@ class Bench:
             "vcr": (pytest_command(self.suite, "-p", "recording", "--record-mode=none", "--block-network"), self.env),
             "ours_forward": ([*launch, "--", *plain], self.env),
             "ours_reverse": ([*launch, *REVERSE, "--", *plain], self.env),
+            "ours_only_reverse": ([*launch, "--only-reverse", *REVERSE, "--", *plain], self.env),
+            "ours_forward_proxy_ca": ([*launch, "--proxy-ca-only", "--", *plain], self.env),
             "direct": (plain, direct),
             "launch_forward": ([*launch, "--", "true"], self.env),
             "launch_reverse": ([*launch, *REVERSE, "--", "true"], self.env),
@@ -351,9 +353,13 @@ def client_costs(bench: Bench, rounds: int = 3, n: int = 20) -> dict:
     try:
         wired = {**bench.env, **proxy.client_env()}
         envs = {
-            "no proxy variables, default CA store (vcr, direct, reverse)": bench.env,
+            "no proxy variables, default CA store (vcr, direct, --only-reverse)": bench.env,
             "combined CA bundle only (SSL_CERT_FILE)": {**bench.env, "SSL_CERT_FILE": str(proxy.ca_bundle)},
-            "proxy variables + combined CA bundle (forward, as cassette run sets them)": wired,
+            "proxy variables + combined CA bundle (forward and reverse, as cassette run sets them)": wired,
+            "proxy variables + the proxy's CA alone (forward, --proxy-ca-only)": {
+                **wired,
+                **dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"), str(proxy.confdir / "mitmproxy-ca-cert.pem")),
+            },
         }
         found: dict[str, list[dict]] = {name: [] for name in envs}
         for _ in range(rounds):
@@ -436,6 +442,8 @@ def part_vcr(folder: Path, upstream: FakeUpstream, rounds: int) -> dict:
         "ratios": {
             "ours_forward/vcr": median_ratio(timings, "ours_forward", "vcr"),
             "ours_reverse/vcr": median_ratio(timings, "ours_reverse", "vcr"),
+            "ours_only_reverse/vcr": median_ratio(timings, "ours_only_reverse", "vcr"),
+            "ours_forward_proxy_ca/vcr": median_ratio(timings, "ours_forward_proxy_ca", "vcr"),
             "direct/vcr": median_ratio(timings, "direct", "vcr"),
             "ours_forward/ours_reverse": median_ratio(timings, "ours_forward", "ours_reverse"),
         },
@@ -452,6 +460,10 @@ def part_vcr(folder: Path, upstream: FakeUpstream, rounds: int) -> dict:
         ],
         "direct": [s - c for s, c in zip(timings["direct"], timings["collect_plain"], strict=True)],
     }  # fmt: skip
+    for name, launch in (("ours_only_reverse", "launch_reverse"), ("ours_forward_proxy_ca", "launch_forward")):
+        per_round[name] = [
+            s - start - c for s, start, c in zip(timings[name], timings[launch], timings["collect_plain"], strict=True)
+        ]
     result["tests_ms_per_test"] = {name: round(statistics.median(v) / TESTS * 1000, 1) for name, v in per_round.items()}
     print("  client construction and launcher pieces ...", flush=True)
     result["client_build_ms"] = client_costs(bench)
@@ -466,6 +478,8 @@ def markdown_vcr(results: dict) -> list[str]:
         "vcr": "VCR.py in-process (`pytest -p recording --record-mode=none --block-network`)",
         "ours_forward": "ours, forward (`cassette run --dir … -- pytest`)",
         "ours_reverse": "ours, reverse (`cassette run --reverse openai=… --reverse anthropic=… -- pytest`)",
+        "ours_only_reverse": "ours, reverse, `--only-reverse` (base URLs only: no proxy or CA variables)",
+        "ours_forward_proxy_ca": "ours, forward, `--proxy-ca-only` (the bundle holds the proxy's CA alone)",
         "direct": "direct to the fake upstream (no proxy, no VCR)",
     }
     lines = [
@@ -476,12 +490,7 @@ def markdown_vcr(results: dict) -> list[str]:
         "| system | wall s (median) | / VCR (median of per-round ratios) | after start-up, ms per test |",
         "|---|---:|---:|---:|",
     ]
-    ratio = {
-        "vcr": 1.0,
-        "ours_forward": r["ours_forward/vcr"],
-        "ours_reverse": r["ours_reverse/vcr"],
-        "direct": r["direct/vcr"],
-    }
+    ratio = {"vcr": 1.0, **{name: r[f"{name}/vcr"] for name in labels if name != "vcr"}}
     for name, label in labels.items():
         lines.append(f"| {label} | {med[name]:.2f} | **{ratio[name]:.3f}** | {per[name]} |")
     lines += [
