@@ -12,6 +12,8 @@
 5-7. What grows with the work (pressure.py): misses in big endpoint folders,
    big cassettes replayed for the first time (other clients' hits meanwhile,
    peak RSS), a burst of 500 connections.
+8. A whole generated pytest suite (vcr_suite.py): VCR.py's in-process replay
+   against `cassette run`, forward and reverse, and the suite with no replay.
 
 `--parts` runs a subset, e.g. `--parts throughput,misses` (see PARTS).
 
@@ -45,6 +47,7 @@ import load  # noqa: E402
 import openai  # noqa: E402
 import pressure  # noqa: E402
 import record_big  # noqa: E402
+import vcr_suite  # noqa: E402
 import workload  # noqa: E402
 from harness import ADDON, FakeUpstream, free_port, mitmdump_path, stop  # noqa: E402
 
@@ -53,7 +56,7 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
-PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord")
+PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord", "vcr")
 """`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
@@ -492,6 +495,7 @@ def markdown(results: dict) -> str:
         ("big", markdown_big),
         ("burst", markdown_burst),
         ("bigrecord", markdown_bigrecord),
+        ("vcr", vcr_suite.markdown_vcr),
     ):
         if part in results:
             lines += ["", *section(results)]
@@ -689,6 +693,7 @@ def main() -> None:
     parser.add_argument("--big-mb", default="20,50", help="big cassette sizes (MB) timed against small hits")
     parser.add_argument("--rss-mb", default="20,50,200", help="big cassette sizes (MB) whose peak RSS is measured")
     parser.add_argument("--record-mb", default="50,200", help="big answer sizes (MB) recorded through the proxy")
+    parser.add_argument("--vcr-rounds", type=int, default=5, help="interleaved rounds of the whole-suite part (>= 3)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if parts - set(PARTS):
@@ -742,6 +747,9 @@ def main() -> None:
                     "ours": lambda cassettes, name, mode: ours(folder, cassettes, mode=mode, name=name),
                 },
             )
+        if "vcr" in parts:
+            print(f"9. a whole suite of {vcr_suite.TESTS} tests: VCR.py against cassette run ...", flush=True)
+            results["vcr"] = vcr_suite.part_vcr(folder, upstream, max(3, args.vcr_rounds))
     except BaseException:
         print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
         raise

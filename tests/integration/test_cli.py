@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cassette_command import CASSETTE, cassette, chat_command, redirect_args
 from cassette_proxy.launch import client_env, launcher
-from harness import SYSTEM_CA_BUNDLE, mitmdump_path
+from harness import FAKE_OPENAI_KEY, SYSTEM_CA_BUNDLE, mitmdump_path
 
 
 def cassette_files(folder: Path) -> list[Path]:
@@ -273,3 +273,47 @@ def test_sigterm_reaches_the_command_and_the_proxy_is_stopped(tmp_path):
     assert "cassette: replay: 0 hits" in err
     with pytest.raises(ProcessLookupError):
         os.kill(mitmdump_pid, 0)
+
+
+ONLY_REVERSE_CLIENT = """
+import os, sys, openai
+print(sorted(n for n in ("HTTPS_PROXY", "HTTP_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE") if os.environ.get(n)))
+client = openai.OpenAI(api_key=sys.argv[1], max_retries=0)
+print(client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "only reverse"}])
+      .choices[0].message.content)
+"""
+
+
+def test_only_reverse_sets_base_urls_without_proxy_or_ca_variables_and_replays(tmp_path, https_upstream):
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)}
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        env[name] = ""  # not set by the test machine either: what the run prints is what the launcher set
+    args = ["--only-reverse", "--reverse", "openai=https://api.openai.com", "--"]
+    client = [sys.executable, "-c", ONLY_REVERSE_CLIENT, FAKE_OPENAI_KEY]
+    for mode in ("record", "replay"):
+        result = cassette("run", "--mode", mode, *args, *client, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split("\n")[:2] == ["[]", "echo: only reverse"]
+    assert https_upstream.count == 1
+    assert len(cassette_files(tmp_path / "cassettes")) == 1
+
+
+def test_only_reverse_without_a_route_is_refused(tmp_path):
+    result = cassette("run", "--only-reverse", "--", "true", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--only-reverse needs at least one --reverse" in result.stderr
+
+
+def test_proxy_ca_only_bundle_holds_one_certificate_and_forward_replay_works(tmp_path, https_upstream):
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)}
+    count = "import os; print(open(os.environ['SSL_CERT_FILE']).read().count('BEGIN CERTIFICATE'))"
+    result = cassette("run", "--proxy-ca-only", "--", sys.executable, "-c", count, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"
+    for mode in ("record", "replay"):
+        result = cassette(
+            "run", "--mode", mode, "--proxy-ca-only", "--", *chat_command("one CA"), cwd=tmp_path, env=env
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "200 echo: one CA"
+    assert https_upstream.count == 1

@@ -112,14 +112,17 @@ def system_ca_bundle() -> Path | None:
     return None
 
 
-def write_ca_bundle(destination: Path, proxy_ca: Path, environ: Mapping[str, str]) -> Path:
+def write_ca_bundle(destination: Path, proxy_ca: Path, environ: Mapping[str, str], others: bool = True) -> Path:
     """The system's CAs, those the environment already trusts, and the proxy's CA, each once.
 
     The proxy's CA alone would break every HTTPS call that does not go through
     the proxy; dropping the CA files a CI image exports (a corporate CA) would
-    break the calls that needed them.
+    break the calls that needed them. Yet every CA in the bundle is parsed each
+    time a client builds an SSL context (httpx: once per proxy variable, per
+    client), so `others=False` (`--proxy-ca-only`) writes the proxy's CA alone.
     """
-    sources = [system_ca_bundle(), *(environ.get(name) for name in CA_VARIABLES), proxy_ca]
+    others_sources = [system_ca_bundle(), *(environ.get(name) for name in CA_VARIABLES)] if others else []
+    sources = [*others_sources, proxy_ca]
     certificates: dict[bytes, None] = {}
     for source in sources:
         if source and Path(source).is_file():

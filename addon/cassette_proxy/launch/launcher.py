@@ -36,12 +36,13 @@ from ..core.defaults import (
     DEFAULT_MODE,
     MITMDUMP_ARGS_VAR,
     MITMDUMP_VAR,
+    MODE_VAR,
     MODES,
     default_dir,
     default_mode,
 )
 from ..core.report import Report, ReportError
-from .client_env import client_environment, write_ca_bundle
+from .client_env import NODE_TEST_HOOKS, client_environment, no_proxy_value, write_ca_bundle
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 from .java_truststore import write_truststore
 
@@ -154,6 +155,10 @@ class Settings:
     """`cassette_ignore_values`: regular expressions or preset names."""
     allow_hosts: Sequence[str] = ()
     """`cassette_allow_hosts`: hosts outside the scope a replay run may still reach."""
+    only_reverse: bool = False
+    """Clients get the reverse listeners' NAME_BASE_URL variables only: no proxy variables, no CA bundle."""
+    proxy_ca_only: bool = False
+    """The clients' CA bundle holds the proxy's CA alone, not the system's and the environment's."""
 
     def controlled_hosts(self) -> list[str]:
         """The --hosts given (or the defaults) plus every reverse target, which is there to be recorded."""
@@ -198,6 +203,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
     )  # fmt: skip
     parser.add_argument(
+        "--only-reverse", action="store_true",
+        help="With --reverse: give the command only the NAME_BASE_URL variables, no proxy or CA variables. Every new "
+        "SDK client then skips loading the CA bundle once per proxy variable (tens of ms a client); requests to hosts "
+        "without a --reverse route are not seen by the proxy (in replay nothing keeps them offline).",
+    )  # fmt: skip
+    parser.add_argument(
+        "--proxy-ca-only", action="store_true",
+        help="Give clients a CA bundle holding only the proxy's CA, not the system's and the environment's: a new SDK "
+        "client then loads 1 certificate instead of ~150 once per proxy variable (tens of ms a client). HTTPS that "
+        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification.",
+    )  # fmt: skip
+    parser.add_argument(
         "--mitmdump",
         help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",
     )
@@ -210,6 +227,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     mode = resolve_mode(args.mode, environ)
     reverse = [parse_reverse(spec) for spec in args.reverse]
+    only_reverse = getattr(args, "only_reverse", False)
+    if only_reverse and not reverse:
+        raise LauncherError("--only-reverse needs at least one --reverse NAME=URL route for the clients to use")
     return Settings(
         mitmdump=find_mitmdump(args.mitmdump, environ),
         mode=mode,
@@ -223,6 +243,8 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         key_headers=args.key_header,
         ignore_values=args.ignore_value,
         allow_hosts=args.allow_host,
+        only_reverse=only_reverse,
+        proxy_ca_only=getattr(args, "proxy_ca_only", False),
     )
 
 
@@ -256,7 +278,10 @@ class RunningProxy:
             for reverse in settings.reverse
         }
         self.ca_bundle = write_ca_bundle(
-            private / "ca-bundle.pem", private / "confdir" / "mitmproxy-ca-cert.pem", environ
+            private / "ca-bundle.pem",
+            private / "confdir" / "mitmproxy-ca-cert.pem",
+            environ,
+            others=not settings.proxy_ca_only,
         )
         try:
             self.java_truststore: Path | None = write_truststore(private / "java-truststore.p12", self.ca_bundle)
@@ -277,7 +302,25 @@ class RunningProxy:
         return self.private / "mitmdump.log"
 
     def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
-        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables."""
+        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables.
+
+        With `only_reverse` (and `base_urls`): the NAME_BASE_URL variables, the mode and the control channel, no
+        proxy or CA variables; loopback and the listeners join NO_PROXY so that a proxy the environment already
+        names is not asked for them.
+        """
+        if self.settings.only_reverse and base_urls:
+            env = dict(environ)
+            existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
+            direct = [f"127.0.0.1:{port}" for port in self.reverse_ports.values()]
+            env["NO_PROXY"] = env["no_proxy"] = ",".join([no_proxy_value(existing, ()), *direct])
+            env.update({r.env_name: self.base_urls[r.name] for r in self.settings.reverse})
+            env[MODE_VAR] = self.settings.mode
+            # A test runner's hooks still announce tests: straight to the listener, no proxy variable needed.
+            env["CASSETTE_PROXY_URL"] = self.url
+            env["CASSETTE_NODE_TEST_HOOKS"] = str(NODE_TEST_HOOKS)
+            env[CONTROL_URL_VAR] = CONTROL_URL
+            env[CONTROL_TOKEN_VAR] = self.control_token
+            return env
         env = client_environment(
             environ,
             proxy_url=self.url,
