@@ -317,3 +317,16 @@ def test_proxy_ca_only_bundle_holds_one_certificate_and_forward_replay_works(tmp
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == "200 echo: one CA"
     assert https_upstream.count == 1
+
+
+def test_replay_gives_the_proxy_ca_alone_by_default_and_the_rest_on_request(tmp_path):
+    count = "import os; print(open(os.environ['SSL_CERT_FILE']).read().count('BEGIN CERTIFICATE'))"
+    env = {"NO_PROXY": "localhost", "SSL_CERT_FILE": "", "REQUESTS_CA_BUNDLE": "", "SSL_CERT_DIR": ""}
+    counts = {}
+    for flags in ([], ["--system-cas"], ["--mode", "record"]):
+        result = cassette("run", *flags, "--", sys.executable, "-c", count, cwd=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        counts[" ".join(flags) or "replay"] = int(result.stdout)
+    assert counts["replay"] == 1
+    assert counts["--system-cas"] > 1
+    assert counts["--mode record"] == counts["--system-cas"]

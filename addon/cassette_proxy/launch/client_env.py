@@ -112,6 +112,30 @@ def system_ca_bundle() -> Path | None:
     return None
 
 
+def own_cas(environ: Mapping[str, str]) -> list[str]:
+    """The CA variables that make clients trust a CA the system does not (a corporate CA): a file holding a
+    certificate outside the system bundle, or a certificate folder other than the system bundle's.
+
+    Many images point every CA variable at the system bundle itself (`SSL_CERT_FILE=/etc/ssl/certs/
+    ca-certificates.crt`): that trusts nothing more, so HTTPS through the proxy needs only the proxy's CA.
+    """
+    system = system_ca_bundle()
+    known = {pem.strip() for pem in _PEM.findall(system.read_bytes())} if system else set()
+    own = []
+    for name in CA_VARIABLES:
+        value = environ.get(name)
+        if (
+            value
+            and Path(value).is_file()
+            and any(pem.strip() not in known for pem in _PEM.findall(Path(value).read_bytes()))
+        ):
+            own.append(name)
+    folder = environ.get("SSL_CERT_DIR")
+    if folder and not (system and Path(folder).resolve() == system.resolve().parent):
+        own.append("SSL_CERT_DIR")
+    return own
+
+
 def write_ca_bundle(destination: Path, proxy_ca: Path, environ: Mapping[str, str], others: bool = True) -> Path:
     """The system's CAs, those the environment already trusts, and the proxy's CA, each once.
 

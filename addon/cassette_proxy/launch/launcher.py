@@ -42,7 +42,14 @@ from ..core.defaults import (
     default_mode,
 )
 from ..core.report import Report, ReportError
-from .client_env import NODE_TEST_HOOKS, client_environment, no_proxy_value, write_ca_bundle
+from .client_env import (
+    LOOPBACK,
+    NODE_TEST_HOOKS,
+    client_environment,
+    no_proxy_value,
+    own_cas,
+    write_ca_bundle,
+)
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 from .java_truststore import write_truststore
 
@@ -158,7 +165,8 @@ class Settings:
     only_reverse: bool = False
     """Clients get the reverse listeners' NAME_BASE_URL variables only: no proxy variables, no CA bundle."""
     proxy_ca_only: bool = False
-    """The clients' CA bundle holds the proxy's CA alone, not the system's and the environment's."""
+    """The clients' CA bundle holds the proxy's CA alone, not the system's and the environment's (see
+    `proxy_ca_only_by_default`)."""
 
     def controlled_hosts(self) -> list[str]:
         """The --hosts given (or the defaults) plus every reverse target, which is there to be recorded."""
@@ -208,11 +216,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "SDK client then skips loading the CA bundle once per proxy variable (tens of ms a client); requests to hosts "
         "without a --reverse route are not seen by the proxy (in replay nothing keeps them offline).",
     )  # fmt: skip
-    parser.add_argument(
-        "--proxy-ca-only", action="store_true",
+    bundle = parser.add_mutually_exclusive_group()
+    bundle.add_argument(
+        "--proxy-ca-only", action="store_true", default=None,
         help="Give clients a CA bundle holding only the proxy's CA, not the system's and the environment's: a new SDK "
         "client then loads 1 certificate instead of ~150 once per proxy variable (tens of ms a client). HTTPS that "
-        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification.",
+        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification. "
+        "The default in replay mode when the environment sets no CA variable and NO_PROXY names only loopback.",
+    )  # fmt: skip
+    bundle.add_argument(
+        "--system-cas", dest="proxy_ca_only", action="store_false",
+        help="Give clients the system's CAs and the environment's besides the proxy's (the default in the other "
+        "modes, or when the environment sets a CA variable or a non-loopback NO_PROXY).",
     )  # fmt: skip
     parser.add_argument(
         "--mitmdump",
@@ -244,8 +259,38 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore_values=args.ignore_value,
         allow_hosts=args.allow_host,
         only_reverse=only_reverse,
-        proxy_ca_only=getattr(args, "proxy_ca_only", False),
+        proxy_ca_only=proxy_ca_only_by_default(mode, environ)
+        if getattr(args, "proxy_ca_only", None) is None
+        else args.proxy_ca_only,
     )
+
+
+def proxy_ca_only_by_default(mode: str, environ: Mapping[str, str]) -> bool:
+    """Whether clients get the proxy's CA alone when no flag says: in replay, unless the environment trusts CAs
+    of its own or sends some hosts around the proxy.
+
+    A new SDK client parses its CA bundle once per SSL context, and httpx builds one per proxy variable: with
+    the system's ~150 CAs that was 63 ms a client against 1.3 ms (benchmarks/vcr_suite.py), most of what a
+    suite replayed through the proxy paid over in-process replay. Every HTTPS request through the proxy is
+    signed by its CA; in replay, HTTPS that goes around it is traffic that escaped the replay, and failing
+    verification says so. A CA variable trusting a CA the system does not (`own_cas`: a corporate CA) or a
+    NO_PROXY beyond loopback means some HTTPS is meant to go around: those keep the full bundle, as do record
+    and update, which reach upstreams.
+    """
+    if mode != "replay" or own_cas(environ):
+        return False
+    entries = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy")))).replace(" ", "").split(",")
+    return all(not entry or _loopback(entry) for entry in entries)
+
+
+def _loopback(entry: str) -> bool:
+    """A NO_PROXY entry naming loopback: `localhost`, `.localhost`, `127.0.0.1`, `[::1]`, with or without a port."""
+    host = entry.lower().lstrip("*").lstrip(".")
+    if host.startswith("["):
+        host = host[1:].split("]")[0]
+    elif host.count(":") == 1:
+        host = host.split(":")[0]
+    return host in LOOPBACK
 
 
 def extra_args_from(environ: Mapping[str, str]) -> list[str]:
