@@ -67,7 +67,7 @@ CLEARED = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
     "CASSETTE_MODE", "CASSETTE_DIR", "CASSETTE_MITMDUMP_ARGS", "PYTEST_ADDOPTS",
 )  # fmt: skip
-SYSTEMS = ("vcr", "ours_forward", "ours_reverse", "ours_only_reverse", "ours_forward_proxy_ca", "direct")
+SYSTEMS = ("vcr", "ours_forward", "ours_reverse", "ours_only_reverse", "ours_forward_system_cas", "direct")
 PROBES = ("launch_forward", "launch_reverse", "collect_vcr", "collect_plain")
 
 # ---------------------------------------------------------------------------------------------- the suite
@@ -295,7 +295,7 @@ class Bench:
             "ours_forward": ([*launch, "--", *plain], self.env),
             "ours_reverse": ([*launch, *REVERSE, "--", *plain], self.env),
             "ours_only_reverse": ([*launch, "--only-reverse", *REVERSE, "--", *plain], self.env),
-            "ours_forward_proxy_ca": ([*launch, "--proxy-ca-only", "--", *plain], self.env),
+            "ours_forward_system_cas": ([*launch, "--system-cas", "--", *plain], self.env),
             "direct": (plain, direct),
             "launch_forward": ([*launch, "--", "true"], self.env),
             "launch_reverse": ([*launch, *REVERSE, "--", "true"], self.env),
@@ -355,8 +355,8 @@ def client_costs(bench: Bench, rounds: int = 3, n: int = 20) -> dict:
         envs = {
             "no proxy variables, default CA store (vcr, direct, --only-reverse)": bench.env,
             "combined CA bundle only (SSL_CERT_FILE)": {**bench.env, "SSL_CERT_FILE": str(proxy.ca_bundle)},
-            "proxy variables + combined CA bundle (forward and reverse, as cassette run sets them)": wired,
-            "proxy variables + the proxy's CA alone (forward, --proxy-ca-only)": {
+            "proxy variables + combined CA bundle (record mode, or --system-cas)": wired,
+            "proxy variables + the proxy's CA alone (replay's default)": {
                 **wired,
                 **dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"), str(proxy.confdir / "mitmproxy-ca-cert.pem")),
             },
@@ -443,7 +443,7 @@ def part_vcr(folder: Path, upstream: FakeUpstream, rounds: int) -> dict:
             "ours_forward/vcr": median_ratio(timings, "ours_forward", "vcr"),
             "ours_reverse/vcr": median_ratio(timings, "ours_reverse", "vcr"),
             "ours_only_reverse/vcr": median_ratio(timings, "ours_only_reverse", "vcr"),
-            "ours_forward_proxy_ca/vcr": median_ratio(timings, "ours_forward_proxy_ca", "vcr"),
+            "ours_forward_system_cas/vcr": median_ratio(timings, "ours_forward_system_cas", "vcr"),
             "direct/vcr": median_ratio(timings, "direct", "vcr"),
             "ours_forward/ours_reverse": median_ratio(timings, "ours_forward", "ours_reverse"),
         },
@@ -460,7 +460,7 @@ def part_vcr(folder: Path, upstream: FakeUpstream, rounds: int) -> dict:
         ],
         "direct": [s - c for s, c in zip(timings["direct"], timings["collect_plain"], strict=True)],
     }  # fmt: skip
-    for name, launch in (("ours_only_reverse", "launch_reverse"), ("ours_forward_proxy_ca", "launch_forward")):
+    for name, launch in (("ours_only_reverse", "launch_reverse"), ("ours_forward_system_cas", "launch_forward")):
         per_round[name] = [
             s - start - c for s, start, c in zip(timings[name], timings[launch], timings["collect_plain"], strict=True)
         ]
@@ -479,11 +479,11 @@ def markdown_vcr(results: dict) -> list[str]:
         "ours_forward": "ours, forward (`cassette run --dir … -- pytest`)",
         "ours_reverse": "ours, reverse (`cassette run --reverse openai=… --reverse anthropic=… -- pytest`)",
         "ours_only_reverse": "ours, reverse, `--only-reverse` (base URLs only: no proxy or CA variables)",
-        "ours_forward_proxy_ca": "ours, forward, `--proxy-ca-only` (the bundle holds the proxy's CA alone)",
+        "ours_forward_system_cas": "ours, forward, `--system-cas` (the system CAs too: record mode's bundle, replay's before)",
         "direct": "direct to the fake upstream (no proxy, no VCR)",
     }
     lines = [
-        f"**8. A whole suite against VCR.py**: {v['tests']} tests in {v['modules']} modules, a new SDK client per "
+        f"**9. A whole suite against VCR.py**: {v['tests']} tests in {v['modules']} modules, a new SDK client per "
         f"test ({', '.join(v['kinds'])}); one pytest process per run, {v['rounds']} interleaved rounds (order rotated); "
         "every run passed every test, ours with zero misses.",
         "",
