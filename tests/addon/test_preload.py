@@ -139,3 +139,69 @@ def test_the_preload_stops_at_its_byte_budget(tmp_path):
     out = io.BytesIO()
     assert preload(str(root), 1 << 20, 100, 1 << 20, out, budget=2500) == 3
     assert out.getvalue().count(b'"path"') == 3
+
+
+def sdk_like_request(url: str, body: dict, headers: dict[str, str]):
+    """A request as the openai/anthropic Python SDKs send it (httpx: compact JSON, non-ASCII as UTF-8)."""
+    from mitmproxy import http
+
+    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    fields = {"content-type": "application/json", "user-agent": "OpenAI/Python 9", **headers}
+    return http.Request.make("POST", url, raw, fields)
+
+
+@pytest.mark.parametrize(
+    "url, body, headers",
+    [
+        ("https://api.openai.com/v1/chat/completions",
+         {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "héllo ✓"}], "temperature": 0.5}, {}),
+        ("https://api.anthropic.com/v1/messages",
+         {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "model": "m"},
+         {"anthropic-version": "2023-06-01", "anthropic-beta": "a, b"}),
+        ("https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01",
+         {"messages": [{"role": "user", "content": "q"}]}, {}),
+    ],
+)  # fmt: skip
+def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(tmp_path, monkeypatch, url, body, headers):
+    """The facts the worker sends are exactly those the proxy reads from the SDK's request: its first sight
+    finds its key in the key cache, computed by the same function with the run's recipe."""
+    from cassette_proxy.core import key as key_module
+    from cassette_proxy.core.cassette_file import dumps, new_cassette
+    from cassette_proxy.core.key import KeyCache, normal_host
+    from cassette_proxy.core.location import relative_name
+    from cassette_proxy.core.recipe import make_recipe, stored_request
+    from cassette_proxy.proxy.facts import request_facts
+
+    recipe = make_recipe()
+    read_headers = frozenset(h.encode() for h in [*recipe.key_headers, "content-type", "content-encoding"])
+    request = sdk_like_request(url, body, headers)
+    facts = request_facts(request, read_headers, normal_host(request.host))
+    key = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns).key(facts)
+    root = tmp_path / "cassettes"
+    response = {"status": 200, "headers": {}, "body_format": "json", "body": {"ok": True}}
+    stored = new_cassette(key, stored_request(facts, recipe.key_headers), response, {}, recipe.to_json())
+    write(root / relative_name(facts.scheme, facts.host, facts.port, facts.path, key), dumps(stored))
+
+    keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns)
+    replayer = Replayer()
+    replayer.cache.root = root.resolve()
+    asyncio.run(replayer.preload(10, recipe.to_json(), keys.remember))
+
+    assert replayer.preloaded_keys == 1
+    monkeypatch.setattr(key_module, "request_key", lambda *a, **k: pytest.fail("the key was computed again"))
+    assert keys.key(facts) == key
+
+
+def test_a_preloaded_request_key_must_be_the_cassettes_own(tmp_path):
+    """A cassette whose stored request does not key to its own name (edited, redacted) gives no request key."""
+    from cassette_proxy.core.key import KeyCache
+    from cassette_proxy.core.recipe import make_recipe
+
+    recipe = make_recipe()
+    root = tmp_path / "cassettes"
+    write(root / "h" / "a.json", cassette())  # its key is 000…0, which no request keys to
+    keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns)
+    replayer = Replayer()
+    replayer.cache.root = root.resolve()
+    assert asyncio.run(replayer.preload(10, recipe.to_json(), keys.remember)) == 1
+    assert replayer.preloaded_keys == 0

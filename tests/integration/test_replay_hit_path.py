@@ -97,7 +97,7 @@ def test_cassettes_preloaded_as_the_proxy_starts_answer_and_an_edit_is_still_see
     files = sorted(recorder.cassette_dir.rglob("*.json"))
     assert len(files) == 3
     replayer = start_proxy(upstream)
-    assert "preloaded 3 cassettes" in wait_for_log(replayer, "cassette: preloaded")
+    assert "preloaded 3 cassettes (3 request keys)" in wait_for_log(replayer, "cassette: preloaded")
     # Edited after the preload, as a re-recording proxy writes (a new file): the edit is what replays.
     edited = json.loads(files[0].read_text())
     edited["response"]["body"]["content"] = [{"type": "text", "text": "edited after the preload"}]

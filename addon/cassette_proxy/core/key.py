@@ -369,6 +369,10 @@ def request_key(
     return key_of(identity(facts, key_headers, ignore, values))
 
 
+KEY_CACHE_SIZE = 1024
+"""Keys kept for requests this run has seen, beyond those the preload computes for its cassettes."""
+
+
 class KeyCache:
     """The keys of requests this run has already seen, by their exact facts.
 
@@ -384,7 +388,7 @@ class KeyCache:
         key_headers: Iterable[str],
         ignore: Sequence[Sequence[str]],
         values: Sequence[ValuePattern] = (),
-        size: int = 1024,
+        size: int = KEY_CACHE_SIZE,
         max_body: int = 65536,
     ) -> None:
         self.key_headers = tuple(key_headers)
@@ -397,12 +401,23 @@ class KeyCache:
     def key(self, facts: RequestFacts) -> str:
         if len(facts.body) > self.max_body:
             return request_key(facts, self.key_headers, self.ignore, self.values)
-        exact = (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(facts.query),
-                 tuple(facts.headers.items()), facts.body, facts.content_type)  # fmt: skip
+        exact = exact_facts(facts)
         key = self._keys.get(exact)
         if key is None:
             key = request_key(facts, self.key_headers, self.ignore, self.values)
+            self.remember(exact, key)
+        return key
+
+    def remember(self, exact: tuple, key: str) -> None:
+        """Keep `key` for the facts `exact` (`exact_facts`), which must be what this cache's recipe keys them to:
+        the preload sends the facts an SDK would send for each cassette, keyed by the same function."""
+        if exact not in self._keys:
             if len(self._keys) >= self.size:
                 del self._keys[next(iter(self._keys))]
             self._keys[exact] = key
-        return key
+
+
+def exact_facts(facts: RequestFacts) -> tuple:
+    """The facts as one hashable value; headers sorted by name (the key does not depend on their order)."""
+    return (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(map(tuple, facts.query)),
+            tuple(sorted(facts.headers.items())), facts.body, facts.content_type)  # fmt: skip

@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
+from .key import exact_facts, request_key
+from .recipe import Recipe, facts_of, make_recipe
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
 
 PRELOAD_BYTES = 64 * 1024 * 1024
@@ -41,8 +43,44 @@ def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE
         return {"error": "unusable", "problem": e.problem}, b""
     except OSError as e:
         return {"error": "unreadable", "problem": str(e)}, b""
-    response = {name: value for name, value in replay.cassette["response"].items() if name != "body"}  # events too
-    return {"response": response, "body_length": len(replay.body)}, replay.body
+    return {"response": head_of(replay), "body_length": len(replay.body)}, replay.body
+
+
+def head_of(replay: Replay) -> dict:
+    """The response without its body (the events of a stream too): the body travels as bytes."""
+    return {name: value for name, value in replay.cassette["response"].items() if name != "body"}
+
+
+def sdk_request(cassette: dict, recipe: Recipe) -> dict | None:
+    """The exact facts (`key.exact_facts`, as JSON) of the request an httpx-based SDK sends for this cassette
+    (openai, anthropic and most Python clients; Node's JSON.stringify writes the same bytes): the stored JSON
+    body in compact form, `content-type: application/json`, the stored key headers. Only when those facts key,
+    under the run's recipe, to this very cassette; None otherwise (another body format, a redacted request).
+    The proxy's key cache then answers that request's first sight; any other request is keyed as usual.
+    """
+    request = cassette["request"]
+    if request.get("body_format") != "json":
+        return None
+    try:
+        facts = facts_of(request)
+        body = json.dumps(request["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (ValueError, TypeError):  # UnicodeEncodeError (a lone surrogate) is a ValueError
+        return None
+    headers = {name.lower(): value for name, value in facts.headers.items()}
+    facts = facts._replace(body=body, headers={**headers, "content-type": "application/json"})
+    facts = facts._replace(content_type="application/json")
+    if request_key(facts, recipe.key_headers, recipe.paths, recipe.patterns) != cassette.get("key"):
+        return None
+    method, scheme, host, port, path, query, header_items, _, content_type = exact_facts(facts)
+    return {"method": method, "scheme": scheme, "host": host, "port": port, "path": path, "query": query,
+            "headers": header_items, "body": body.decode("utf-8"), "content_type": content_type}  # fmt: skip
+
+
+def exact_of(request: dict) -> tuple:
+    """`key.exact_facts` of a worker's `sdk_request`."""
+    return (request["method"], request["scheme"], request["host"], request["port"], request["path"],
+            tuple(map(tuple, request["query"])), tuple(map(tuple, request["headers"])),
+            request["body"].encode("utf-8"), request["content_type"])  # fmt: skip
 
 
 def replay_from(path: Path, head: dict, body: bytes) -> Replay:
@@ -58,9 +96,12 @@ def replay_from(path: Path, head: dict, body: bytes) -> Replay:
     return Replay({"response": response}, body, wire_fields(path, response.get("headers", {}), len(body)))
 
 
-def preload(root: str, max_size: int, limit: int, below: int, out, budget: int = PRELOAD_BYTES) -> int:
+def preload(
+    root: str, max_size: int, limit: int, below: int, out, budget: int = PRELOAD_BYTES, recipe: Recipe | None = None
+) -> int:
     """Write the records of up to `limit` usable cassettes under `root` smaller than `below` bytes, until their
-    bodies reach `budget` bytes; how many.
+    bodies reach `budget` bytes; how many. With the run's `recipe`, each record also carries `sdk_request` (see
+    `sdk_request`), so that the request's first sight need not compute its key either.
 
     Folders are walked without following symlinks (a symlinked cassette file is checked by `load`, as on a
     request); hidden folders and names are skipped, as are unusable cassettes: a request for one gets the usual
@@ -79,10 +120,15 @@ def preload(root: str, max_size: int, limit: int, below: int, out, budget: int =
                 continue
             if not stat.S_ISREG(status.st_mode) or status.st_size >= below:
                 continue
-            head, body = reply(path, Path(root), max_size)
-            if "error" in head:
+            try:
+                cassette = load(Path(path), Path(root), max_size)
+                replay = replay_of(path, cassette)
+            except (OSError, CassetteError):
                 continue
-            head["path"], head["stamp"] = path, stamp_of(status)
+            body = replay.body
+            head = {"response": head_of(replay), "body_length": len(body), "path": path, "stamp": stamp_of(status)}
+            if recipe is not None and (request := sdk_request(cassette, recipe)) is not None:
+                head["sdk_request"], head["sdk_request_key"] = request, cassette["key"]
             out.write(json.dumps(head).encode() + b"\n")
             out.write(body)
             written += 1
@@ -95,7 +141,11 @@ def preload(root: str, max_size: int, limit: int, below: int, out, budget: int =
 def main() -> None:
     out = sys.stdout.buffer
     if sys.argv[1] == "--preload":
-        preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out)
+        recipe = None
+        if len(sys.argv) > 6:  # the run's key settings, as `Recipe.to_json()` gives them
+            settings = json.loads(sys.argv[6])
+            recipe = make_recipe(settings["ignore"], settings["key_headers"], settings["ignore_values"])
+        preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out, recipe=recipe)
         out.flush()
         return
     path, root, max_size = Path(sys.argv[1]), Path(sys.argv[2]) if sys.argv[2] else None, int(sys.argv[3])

@@ -40,7 +40,7 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.events import stream_kind
-from ..core.key import UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
+from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
 from ..core.miss import ClosestSearch
 from ..core.recipe import RecipeError, make_recipe, stored_request
@@ -287,7 +287,9 @@ class Cassette:
                 )
             self.key_headers, self.ignore = self.recipe.key_headers, self.recipe.paths
             self.read_headers = frozenset(h.encode() for h in [*self.key_headers, "content-type", "content-encoding"])
-            self.keys = KeyCache(self.key_headers, self.ignore, self.recipe.patterns)
+            self.keys = KeyCache(
+                self.key_headers, self.ignore, self.recipe.patterns, size=KEY_CACHE_SIZE + max(opts.cassette_preload, 0)
+            )
             self.recorder.keyed_with = self.recipe.to_json()
         if "cassette_record_statuses" in updated:
             try:
@@ -313,6 +315,7 @@ class Cassette:
             if opts.cassette_preload < 0:
                 raise exceptions.OptionsError(f"cassette_preload: {opts.cassette_preload!r} must be 0 or more")
             self.replayer.cache.size = REPLAY_CACHE_SIZE + opts.cassette_preload
+            self.keys.size = KEY_CACHE_SIZE + opts.cassette_preload
         for name in ("cassette_report", "cassette_ready_file"):
             value = getattr(opts, name)
             if name in updated and value and not Path(value).expanduser().resolve().parent.is_dir():
@@ -372,14 +375,18 @@ class Cassette:
     async def _preload(self, limit: int) -> None:
         began = time.monotonic()
         try:
-            loaded = await self.replayer.preload(limit)
+            # The key cache of now: one made later (other key settings) must not get keys made with these.
+            loaded = await self.replayer.preload(limit, self.recipe.to_json(), self.keys.remember)
         except Exception as e:  # the cache stays as it was: every cassette is still read on its first request
             log.warning(
                 f"cassette: preloading the cassettes failed ({type(e).__name__}: {e}); each is read on its first request"
             )
             return
         if loaded:
-            log.info(f"cassette: preloaded {loaded} cassettes in {time.monotonic() - began:.2f} s")
+            keys = self.replayer.preloaded_keys
+            log.info(
+                f"cassette: preloaded {loaded} cassettes ({keys} request keys) in {time.monotonic() - began:.2f} s"
+            )
 
     def done(self) -> None:
         self.replayer.stop_preload()

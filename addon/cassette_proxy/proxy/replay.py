@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mitmproxy import http
@@ -21,7 +22,7 @@ from mitmproxy.net.http import status_codes
 
 from ..core.cassette_file import load
 from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
-from ..core.replay_worker import replay_from
+from ..core.replay_worker import exact_of, replay_from
 from .state import FlowState
 from .timed_replay import TimedReplayServer, TimedStream
 
@@ -56,6 +57,8 @@ class Replayer:
         """cassette_replay_timing: None sends a stream at once, else the speed factor of its recorded gaps."""
         self.workers = asyncio.Semaphore(WORKERS)
         self.preloader: asyncio.subprocess.Process | None = None
+        self.preloaded_keys = 0
+        """Request keys the preload computed (see replay_worker.sdk_request)."""
 
     async def load(self, path: str) -> Replay | None:
         """The cassette at `path` ready to answer with, or None when there is none; CassetteError/OSError if unusable."""
@@ -80,13 +83,18 @@ class Replayer:
         except FileNotFoundError:
             return None
 
-    async def preload(self, limit: int) -> int:
+    async def preload(
+        self, limit: int, recipe: dict | None = None, remember: Callable[[tuple, str], None] | None = None
+    ) -> int:
         """Fill the cache with up to `limit` of the folder's cassettes (each below BIG_CASSETTE_BYTES) before their
         first request; how many. Built by a worker process with the same checks as a request's own read.
 
         A run sees most cassettes once, so reading one on its first request is the cost a CI run feels; the
         worker does that work on the other core while the test runner starts. An entry is used only while its
         file's stamp (taken before the worker read it) is unchanged, so a file changed since is read again.
+
+        `recipe` (the run's, as `Recipe.to_json()`) and `remember` (the key cache's): the worker also sends the
+        facts an SDK would send for each cassette, keyed with that recipe, and `remember` keeps them.
         """
         root = self.cache.root
         if WORKER_PYTHON is None or limit <= 0 or root is None or not _has_entries(root):
@@ -94,7 +102,7 @@ class Replayer:
         prefix = f"{root}{os.sep}"
         self.preloader = worker = await asyncio.create_subprocess_exec(
             WORKER_PYTHON, "-I", "-c", WORKER_CODE, PACKAGE_PARENT, "--preload", str(root), str(self.cache.max_size),
-            str(limit), str(BIG_CASSETTE_BYTES),
+            str(limit), str(BIG_CASSETTE_BYTES), *([json.dumps(recipe)] if recipe is not None else []),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             limit=1024 * 1024,
         )  # fmt: skip
@@ -108,6 +116,9 @@ class Replayer:
                     raise ValueError(f"the preload worker named {path!r}, outside {root}")
                 if path not in self.cache:  # a request may have read it meanwhile
                     self.cache.store(path, tuple(head["stamp"]), replay_from(Path(path), head, body))
+                if remember is not None and "sdk_request" in head:
+                    remember(exact_of(head["sdk_request"]), head["sdk_request_key"])
+                    self.preloaded_keys += 1
                 loaded += 1
                 if loaded % 64 == 0:
                     await asyncio.sleep(0)  # buffered records are read without waiting: let the clients in
