@@ -205,3 +205,20 @@ def test_a_preloaded_request_key_must_be_the_cassettes_own(tmp_path):
     replayer.cache.root = root.resolve()
     assert asyncio.run(replayer.preload(10, recipe.to_json(), keys.remember)) == 1
     assert replayer.preloaded_keys == 0
+
+
+def test_a_preloaded_stream_keeps_its_events_for_a_timed_replay(tmp_path):
+    """`cassette_replay_timing` plays a stream's recorded events: the preloaded entry must hold them, as the
+    entry a request's own read makes does."""
+    root = tmp_path / "cassettes"
+    events = [{"ms": 0, "text": "data: 1\n\n"}, {"ms": 120, "text": "data: [DONE]\n\n"}]
+    stream = cassette(headers={"content-type": "text/event-stream"})
+    stream["response"].update(body_format="events", body=events)
+    path = write(root / "h" / "s.json", stream)
+    expected = ReplayCache(root=root.resolve()).load(path)
+    replayer, _ = replayer_for(root)
+
+    preloaded = asyncio.run(replayer.load(path))
+
+    assert preloaded.cassette["response"]["body"] == events == expected.cassette["response"]["body"]
+    assert preloaded.body == expected.body == b"data: 1\n\ndata: [DONE]\n\n"

@@ -126,7 +126,9 @@ def preload(
             except (OSError, CassetteError):
                 continue
             body = replay.body
-            head = {"response": head_of(replay), "body_length": len(body), "path": path, "stamp": stamp_of(status)}
+            # The response as the replay cache keeps it: a stream's events too, which a timed replay plays.
+            response = replay.cassette["response"]
+            head = {"response": response, "body_length": len(body), "path": path, "stamp": stamp_of(status)}
             if recipe is not None and (request := sdk_request(cassette, recipe)) is not None:
                 head["sdk_request"], head["sdk_request_key"] = request, cassette["key"]
             out.write(json.dumps(head).encode() + b"\n")
