@@ -484,13 +484,19 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128
+    """socketserver listens with a backlog of 5: a storm of connections through the proxy (each forwarded
+    request also probes the upstream first) overflowed it under load, and a test saw mitmproxy's 502."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--cert")
     parser.add_argument("--key")
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     scheme = "http"
     if args.cert:
