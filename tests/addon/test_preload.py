@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
 from cassette_proxy.core.replay_cache import ReplayCache
 from cassette_proxy.proxy import replay as replay_module
 from cassette_proxy.proxy.replay import BIG_CASSETTE_BYTES, Replayer
@@ -162,9 +163,21 @@ def sdk_like_request(url: str, body: dict, headers: dict[str, str]):
          {"messages": [{"role": "user", "content": "q"}]}, {}),
     ],
 )  # fmt: skip
-def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(tmp_path, monkeypatch, url, body, headers):
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"ignore": [], "key_headers": list(DEFAULT_KEY_HEADERS), "ignore_values": []},
+        {"ignore": ["metadata.trace_id", "messages.*.id"], "key_headers": [*DEFAULT_KEY_HEADERS, "X-Tenant"],
+         "ignore_values": ["pydantic-ai", r"run-\d+"]},
+    ],
+    ids=["defaults", "key-settings"],
+)  # fmt: skip
+def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(
+    tmp_path, monkeypatch, url, body, headers, options
+):
     """The facts the worker sends are exactly those the proxy reads from the SDK's request: its first sight
-    finds its key in the key cache, computed by the same function with the run's recipe."""
+    finds its key in the key cache, computed by the same function with the run's recipe (built in the worker
+    from the same option values)."""
     from cassette_proxy.core import key as key_module
     from cassette_proxy.core.cassette_file import dumps, new_cassette
     from cassette_proxy.core.key import KeyCache, normal_host
@@ -172,9 +185,10 @@ def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(tmp_path, m
     from cassette_proxy.core.recipe import make_recipe, stored_request
     from cassette_proxy.proxy.facts import request_facts
 
-    recipe = make_recipe()
+    recipe = make_recipe(options["ignore"], options["key_headers"], options["ignore_values"])
     read_headers = frozenset(h.encode() for h in [*recipe.key_headers, "content-type", "content-encoding"])
-    request = sdk_like_request(url, body, headers)
+    body = {**body, "metadata": {"trace_id": "run-7", "note": "run-12 of pydantic-ai"}}
+    request = sdk_like_request(url, body, {**headers, "x-tenant": "acme"})
     facts = request_facts(request, read_headers, normal_host(request.host))
     key = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns).key(facts)
     root = tmp_path / "cassettes"
@@ -185,7 +199,7 @@ def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(tmp_path, m
     keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns)
     replayer = Replayer()
     replayer.cache.root = root.resolve()
-    asyncio.run(replayer.preload(10, recipe.to_json(), keys.remember))
+    asyncio.run(replayer.preload(10, options, keys.remember))
 
     assert replayer.preloaded_keys == 1
     monkeypatch.setattr(key_module, "request_key", lambda *a, **k: pytest.fail("the key was computed again"))
@@ -198,12 +212,13 @@ def test_a_preloaded_request_key_must_be_the_cassettes_own(tmp_path):
     from cassette_proxy.core.recipe import make_recipe
 
     recipe = make_recipe()
+    options = {"ignore": [], "key_headers": list(DEFAULT_KEY_HEADERS), "ignore_values": []}
     root = tmp_path / "cassettes"
     write(root / "h" / "a.json", cassette())  # its key is 000…0, which no request keys to
     keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns)
     replayer = Replayer()
     replayer.cache.root = root.resolve()
-    assert asyncio.run(replayer.preload(10, recipe.to_json(), keys.remember)) == 1
+    assert asyncio.run(replayer.preload(10, options, keys.remember)) == 1
     assert replayer.preloaded_keys == 0
 
 

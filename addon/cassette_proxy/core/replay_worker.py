@@ -144,7 +144,7 @@ def main() -> None:
     out = sys.stdout.buffer
     if sys.argv[1] == "--preload":
         recipe = None
-        if len(sys.argv) > 6:  # the run's key settings, as `Recipe.to_json()` gives them
+        if len(sys.argv) > 6:  # the run's key options, exactly as the addon gave them to `make_recipe`
             settings = json.loads(sys.argv[6])
             recipe = make_recipe(settings["ignore"], settings["key_headers"], settings["ignore_values"])
         preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out, recipe=recipe)

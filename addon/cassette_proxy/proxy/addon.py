@@ -278,6 +278,12 @@ class Cassette:
         if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values"}:
             try:
                 self.recipe = make_recipe(opts.cassette_ignore, opts.cassette_key_headers, opts.cassette_ignore_values)
+                # What the preload worker builds its recipe from: the same inputs, so the same keys by construction.
+                self.recipe_options = {
+                    "ignore": list(opts.cassette_ignore),
+                    "key_headers": list(opts.cassette_key_headers),
+                    "ignore_values": list(opts.cassette_ignore_values),
+                }
             except RecipeError as e:
                 raise exceptions.OptionsError(str(e)) from None
             if refused := sorted(UNKEYABLE_HEADERS.intersection(self.recipe.key_headers)):
@@ -376,7 +382,7 @@ class Cassette:
         began = time.monotonic()
         try:
             # The key cache of now: one made later (other key settings) must not get keys made with these.
-            loaded = await self.replayer.preload(limit, self.recipe.to_json(), self.keys.remember)
+            loaded = await self.replayer.preload(limit, self.recipe_options, self.keys.remember)
         except Exception as e:  # the cache stays as it was: every cassette is still read on its first request
             log.warning(
                 f"cassette: preloading the cassettes failed ({type(e).__name__}: {e}); each is read on its first request"
