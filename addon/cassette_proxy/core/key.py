@@ -419,5 +419,5 @@ class KeyCache:
 
 def exact_facts(facts: RequestFacts) -> tuple:
     """The facts as one hashable value; headers sorted by name (the key does not depend on their order)."""
-    return (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(map(tuple, facts.query)),
+    return (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(facts.query),
             tuple(sorted(facts.headers.items())), facts.body, facts.content_type)  # fmt: skip

@@ -51,7 +51,7 @@ def head_of(replay: Replay) -> dict:
     return {name: value for name, value in replay.cassette["response"].items() if name != "body"}
 
 
-def sdk_request(cassette: dict, recipe: Recipe) -> dict | None:
+def sdk_request(cassette: dict, recipe: Recipe) -> list | None:
     """The exact facts (`key.exact_facts`, as JSON) of the request an httpx-based SDK sends for this cassette
     (openai, anthropic and most Python clients; Node's JSON.stringify writes the same bytes): the stored JSON
     body in compact form, `content-type: application/json`, the stored key headers. Only when those facts key,
@@ -66,21 +66,20 @@ def sdk_request(cassette: dict, recipe: Recipe) -> dict | None:
         body = json.dumps(request["body"], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except (ValueError, TypeError):  # UnicodeEncodeError (a lone surrogate) is a ValueError
         return None
-    headers = {name.lower(): value for name, value in facts.headers.items()}
-    facts = facts._replace(body=body, headers={**headers, "content-type": "application/json"})
-    facts = facts._replace(content_type="application/json")
+    headers = {**{name.lower(): value for name, value in facts.headers.items()}, "content-type": "application/json"}
+    facts = facts._replace(body=body, headers=headers, content_type="application/json")
     if request_key(facts, recipe.key_headers, recipe.paths, recipe.patterns) != cassette.get("key"):
         return None
-    method, scheme, host, port, path, query, header_items, _, content_type = exact_facts(facts)
-    return {"method": method, "scheme": scheme, "host": host, "port": port, "path": path, "query": query,
-            "headers": header_items, "body": body.decode("utf-8"), "content_type": content_type}  # fmt: skip
+    exact = list(exact_facts(facts))
+    exact[7] = body.decode("utf-8")  # JSON carries text; `exact_of` encodes it back
+    return exact
 
 
-def exact_of(request: dict) -> tuple:
-    """`key.exact_facts` of a worker's `sdk_request`."""
-    return (request["method"], request["scheme"], request["host"], request["port"], request["path"],
-            tuple(map(tuple, request["query"])), tuple(map(tuple, request["headers"])),
-            request["body"].encode("utf-8"), request["content_type"])  # fmt: skip
+def exact_of(sent: list) -> tuple:
+    """`key.exact_facts` again from a worker's `sdk_request` (JSON made its tuples lists, its body text)."""
+    method, scheme, host, port, path, query, headers, body, content_type = sent
+    query, headers = tuple(map(tuple, query)), tuple(map(tuple, headers))
+    return method, scheme, host, port, path, query, headers, body.encode("utf-8"), content_type
 
 
 def replay_from(path: Path, head: dict, body: bytes) -> Replay:

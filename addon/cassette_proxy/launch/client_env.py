@@ -89,9 +89,7 @@ def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
     """Whether a NO_PROXY entry (`*`, `.example.com`, `example.com[:port]`) covers a controlled host."""
     if entry == "*":
         return True
-    domain = entry.lower().lstrip("*").lstrip(".")
-    if domain.count(":") == 1:
-        domain = domain.split(":")[0]
+    domain = no_proxy_domain(entry)
     for pattern in controlled:
         if pattern == "*":
             if domain not in LOOPBACK:
@@ -101,6 +99,14 @@ def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
         if host == domain or host.endswith("." + domain):
             return True
     return False
+
+
+def no_proxy_domain(entry: str) -> str:
+    """The host or domain a NO_PROXY entry names: lower case, without `*.`/`.`, a port or IPv6 brackets."""
+    domain = entry.lower().lstrip("*").lstrip(".")
+    if domain.startswith("["):
+        return domain[1:].split("]")[0]
+    return domain.split(":")[0] if domain.count(":") == 1 else domain
 
 
 def system_ca_bundle() -> Path | None:

@@ -46,6 +46,7 @@ from .client_env import (
     LOOPBACK,
     NODE_TEST_HOOKS,
     client_environment,
+    no_proxy_domain,
     no_proxy_value,
     own_cas,
     write_ca_bundle,
@@ -280,17 +281,7 @@ def proxy_ca_only_by_default(mode: str, environ: Mapping[str, str]) -> bool:
     if mode != "replay" or own_cas(environ):
         return False
     entries = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy")))).replace(" ", "").split(",")
-    return all(not entry or _loopback(entry) for entry in entries)
-
-
-def _loopback(entry: str) -> bool:
-    """A NO_PROXY entry naming loopback: `localhost`, `.localhost`, `127.0.0.1`, `[::1]`, with or without a port."""
-    host = entry.lower().lstrip("*").lstrip(".")
-    if host.startswith("["):
-        host = host[1:].split("]")[0]
-    elif host.count(":") == 1:
-        host = host.split(":")[0]
-    return host in LOOPBACK
+    return all(not entry or no_proxy_domain(entry) in LOOPBACK for entry in entries)
 
 
 def extra_args_from(environ: Mapping[str, str]) -> list[str]:
