@@ -12,7 +12,7 @@ A miss fails the test that caused it through the SDK's own exception (a 409 it d
 
 The proxy knows the current test: before each test's setup the plugin announces
 it (with its `@pytest.mark.cassette(...)` options and the run's scope) over the
-control channel (proxy/test_control.py), and ends it after its teardown; while a
+control channel (proxy/control_channel.py), and ends it after its teardown; while a
 fixture wider than a function is set up, requests belong to no test. So
 `cassette_repeats=sequence` counts per test, `cassette_scope = test` stores a
 test's recordings under its own folder, and the report knows which test made
@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
+from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .core.test_scope import DEFAULT_SCOPE, SCOPES
 from .launch import launcher
 from .launch.control_client import ControlError
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 from cassette_command import cassette, redirect_args
+from cassette_proxy.cli import proxy_flags
 from cassette_proxy.launch import launcher
 from harness import ADDON, FAKE_OPENAI_KEY, mitmdump_path
 
@@ -32,9 +33,9 @@ sys.exit(0 if reply.status_code == 200 else 1)
 
 def test_run_passes_key_settings_to_the_addon(tmp_path):
     parser = argparse.ArgumentParser()
-    launcher.add_arguments(parser)
+    proxy_flags.add_arguments(parser)
     args = parser.parse_args(["--ignore", "metadata", "--key-header", "X-Tenant", "--ignore-value", "pydantic-ai"])
-    settings = launcher.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
+    settings = proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
     command = launcher.command(settings, tmp_path, [])
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
     assert "cassette_ignore=metadata" in sets
@@ -104,9 +105,9 @@ def test_a_bad_key_or_record_option_stops_mitmdump_naming_it(tmp_path, setting, 
 
 def test_run_passes_allowed_hosts_to_the_addon(tmp_path):
     parser = argparse.ArgumentParser()
-    launcher.add_arguments(parser)
+    proxy_flags.add_arguments(parser)
     args = parser.parse_args(["--allow-host", "cdn.example.com", "--allow-host", "*.images.example"])
-    settings = launcher.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
+    settings = proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
     command = launcher.command(settings, tmp_path, [])
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
     assert [s for s in sets if s.startswith("cassette_allow_hosts=")] == [

@@ -8,7 +8,8 @@ import argparse
 import sys
 
 import pytest
-from cassette_proxy.launch import client_env, launcher
+from cassette_proxy.cli import proxy_flags
+from cassette_proxy.launch import client_env
 from cassette_proxy.launch.launcher import proxy_ca_only_by_default
 
 
@@ -60,13 +61,13 @@ def test_hosts_sent_around_the_proxy_keep_the_full_bundle(no_proxy):
 )
 def test_the_flags_override_the_default(flags, mode, expected):
     parser = argparse.ArgumentParser()
-    launcher.add_arguments(parser)
+    proxy_flags.add_arguments(parser)
     args = parser.parse_args(["--mode", mode, *flags])
-    assert launcher.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable}).proxy_ca_only is expected
+    assert proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable}).proxy_ca_only is expected
 
 
 def test_the_two_flags_exclude_each_other(capsys):
     parser = argparse.ArgumentParser()
-    launcher.add_arguments(parser)
+    proxy_flags.add_arguments(parser)
     with pytest.raises(SystemExit):
         parser.parse_args(["--proxy-ca-only", "--system-cas"])

@@ -10,6 +10,7 @@ import sys
 
 from ..core.report import strict_failures, summary
 from ..launch import launcher
+from . import proxy_flags
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Start the proxy on a free port, run COMMAND with every common runtime pointed at it, stop the "
         "proxy, print a summary and exit with COMMAND's status.",
     )
-    launcher.add_arguments(parser)
+    proxy_flags.add_arguments(parser)
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
     for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
         signal.signal(sig, _exit_on_signal)
-    proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
+    proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
     try:
         status = _run_command(command, proxy.client_env(os.environ))
     finally:

@@ -23,9 +23,9 @@ from typing import Any
 
 from ..core.cassette_file import CassetteError, read_limited
 from ..core.defaults import default_dir
-from ..core.events import payload_lines
 from ..core.location import cassette_files
 from ..core.redact import SIDES, Rule, parse_rules
+from ..core.stream_events import payload_lines
 
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 MAX_TOKEN = 128

@@ -17,6 +17,7 @@ from ..core.atomic_write import write_atomic
 from ..core.report import summary
 from ..launch import launcher
 from ..launch.serve_state import STATE_HEADER, private_folder, state_file
+from . import proxy_flags
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Start the proxy, print `export` lines for its client environment (also available from "
         "`cassette env`), show its log until Ctrl-C or SIGTERM, then print a summary.",
     )
-    launcher.add_arguments(serve_parser)
+    proxy_flags.add_arguments(serve_parser)
     serve_parser.add_argument("--port", type=int, default=0, help="Forward-proxy port; 0 (default) picks a free one.")
     serve_parser.set_defaults(func=serve)
 
@@ -36,7 +37,7 @@ def serve(args: argparse.Namespace) -> int:
     private_folder(state.parent, create=True)  # before the proxy starts: a refused folder starts nothing
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops cleanly, like Ctrl-C
     try:
-        proxy = launcher.start(launcher.settings_from_arguments(args, os.environ))
+        proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
     try:

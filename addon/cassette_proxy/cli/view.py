@@ -32,7 +32,7 @@ from ..core.cassette_file import CassetteError, load
 from ..core.conversation import conversation_of, first_line
 from ..core.defaults import default_dir
 from ..core.diff import ABSENT, changes
-from . import diff as review
+from . import diff
 
 SNIPPET = 240
 """Characters of the last user message and of the answer's first line kept in the index."""
@@ -476,10 +476,10 @@ def serve(state: ViewState, port: int, open_browser: bool) -> int:
 
 def changed_ids(rev: str, root: Path) -> set[str]:
     """Cassettes added or re-recorded against a git revision (as `cassette diff` finds them), as ids."""
-    review.check_revision(rev)
+    diff.check_revision(rev)
     base = root.resolve()
     ids = set()
-    for status, path in review.changed_files(rev, root):
+    for status, path in diff.changed_files(rev, root):
         if status != "D":
             try:
                 ids.add((Path.cwd() / path).resolve().relative_to(base).as_posix())
@@ -532,7 +532,7 @@ def run(args: argparse.Namespace) -> int:
     if args.changed:
         try:
             changed = changed_ids(args.changed, root)
-        except (review.GitError, OSError) as e:
+        except (diff.GitError, OSError) as e:
             print(f"cassette view: --changed {args.changed}: {e}")
             return 2
         only = changed if only is None else only | changed

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import eventstream
+from . import aws_eventstream
 from .fast_json import encoder
 from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
@@ -100,7 +100,7 @@ def decode_body(body_format: str, body: Any) -> bytes:
     if body_format == "events":
         return "".join(event["text"] for event in body).encode("utf-8")
     if body_format == "eventstream":
-        return b"".join(eventstream.frame_bytes(frame) for frame in body)
+        return b"".join(aws_eventstream.frame_bytes(frame) for frame in body)
     raise ValueError(f"unknown body_format {body_format!r}")
 
 
@@ -347,7 +347,7 @@ def _check_body(path: Path, side: str, stored: dict) -> None:
             raise CassetteError(path, f"{problem}: {_shown(body)} is not base64") from None
     if body_format == "events" and not _valid_events(body):
         raise CassetteError(path, f'{side}.body must be a list of {{"ms": <int ≥ 0>, "text": <str>}} events')
-    if body_format == "eventstream" and not eventstream.valid_frames(body):
+    if body_format == "eventstream" and not aws_eventstream.valid_frames(body):
         raise CassetteError(
             path,
             f'{side}.body must be a list of AWS event-stream frames: {{"ms": <int ≥ 0>, "headers": {{<str>: <str>}}, '
@@ -357,7 +357,7 @@ def _check_body(path: Path, side: str, stored: dict) -> None:
 
 def events_fields(events: list[dict], body_format: str = "events") -> dict:
     """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line
-    (`events`), or one entry per AWS event-stream frame (`eventstream`, see eventstream.py)."""
+    (`events`), or one entry per AWS event-stream frame (`eventstream`, see aws_eventstream.py)."""
     return {"body_format": body_format, "body": events}
 
 

@@ -4,7 +4,7 @@
 so each API's shape is tested on its own. Request shapes differ enough that each
 API has its own reader; responses are read by one accumulator that knows every
 API's keys, whole or streamed, because a stream is the same fields cut into
-events. Stream bodies are cut with streaming.py's splitter: one parser for the
+events. Stream bodies are cut with stream_events.py's splitter: one parser for the
 stored events. Anything unrecognised is kept as readable JSON, never an error.
 """
 
@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .events import NDJSON, SSE, split_events, sse_fields, stream_kind
+from .stream_events import NDJSON, SSE, split_events, sse_fields, stream_kind
 from .summary import summarize_request
 
 ANTHROPIC = "anthropic"

@@ -33,11 +33,11 @@ from . import redact
 from .atomic_write import write_atomic
 from .cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
 from .defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
-from .events import split_events, stream_kind
 from .key import DEFAULT_PORTS, RequestFacts, identity, key_of, parse_ignore_paths, public_url
 from .location import relative_name, repeat_path
 from .recipe import stored_request
 from .redact import Rule
+from .stream_events import split_events, stream_kind
 
 FORMATS = ("vcr", "har")
 

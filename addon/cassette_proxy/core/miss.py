@@ -20,8 +20,8 @@ from .diff import differences, shown
 from .endpoint_index import EndpointIndexes
 from .errors import error_body
 from .key import RECIPE_VERSION
+from .per_test import test_dir
 from .recipe import Recipe, recipe_of, stored_identity
-from .test_scope import test_dir
 
 MAX_CANDIDATES = 200
 """Cassettes of the same endpoint compared on a miss (newest first); bounds the miss path on large folders."""

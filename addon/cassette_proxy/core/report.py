@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .atomic_write import write_atomic
-from .test_scope import NO_TEST
+from .per_test import NO_TEST
 
 
 class ReportError(Exception):

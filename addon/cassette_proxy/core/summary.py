@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .events import payloads, stored_events
+from .stream_events import payloads, stored_events
 
 _MODEL_IN_URL = re.compile(r"/(?:models|deployments)/([^/:?]+)")
 """Gemini names the model in the path (`/models/gemini-2.0-flash:generateContent`), Azure the deployment."""

@@ -1,4 +1,4 @@
-"""The runner's side of the control channel (proxy/test_control.py): tell the proxy which test runs.
+"""The runner's side of the control channel (proxy/control_channel.py): tell the proxy which test runs.
 
 No mitmproxy import: this runs in the test process. A request in absolute form
 straight to the proxy's listener, so no proxy variable, NO_PROXY entry or DNS

@@ -11,7 +11,6 @@ h11 below what current SDKs need), found by `find_mitmdump()`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -38,7 +37,6 @@ from ..core.defaults import (
     MITMDUMP_VAR,
     MODE_VAR,
     MODES,
-    default_dir,
     default_mode,
 )
 from ..core.report import Report, ReportError
@@ -179,93 +177,6 @@ class Settings:
         return hosts
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The proxy's command-line options, shared by `cassette run` and `cassette serve`."""
-    parser.add_argument("--mode", choices=MODES, help="Cassette mode; defaults to $CASSETTE_MODE, else replay.")
-    parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
-    parser.add_argument(
-        "--hosts", nargs="+", action="extend", default=[], metavar="GLOB",
-        help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--reverse", action="append", default=[], metavar="NAME=URL[@PORT]",
-        help="Also listen in reverse mode for URL (on PORT if given, else a free port) and set NAME_BASE_URL "
-        "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL): clients then need no proxy variables and no CA. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument("--report", help="Also keep the JSON run report at this path.")
-    parser.add_argument(
-        "--ignore", action="append", default=[], metavar="PATH",
-        help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--key-header", action="append", default=[], metavar="NAME",
-        help=f"Request header that is part of the key, on top of {', '.join(DEFAULT_KEY_HEADERS)}. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--ignore-value", action="append", default=[], metavar="REGEX",
-        help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
-        "values are keyed as numbered placeholders. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--allow-host", action="append", default=[], metavar="GLOB",
-        help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
-        "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--only-reverse", action="store_true",
-        help="With --reverse: give the command only the NAME_BASE_URL variables, no proxy or CA variables. Every new "
-        "SDK client then skips loading the CA bundle once per proxy variable (tens of ms a client); requests to hosts "
-        "without a --reverse route are not seen by the proxy (in replay nothing keeps them offline).",
-    )  # fmt: skip
-    bundle = parser.add_mutually_exclusive_group()
-    bundle.add_argument(
-        "--proxy-ca-only", action="store_true", default=None,
-        help="Give clients a CA bundle holding only the proxy's CA, not the system's and the environment's: a new SDK "
-        "client then loads 1 certificate instead of ~150 once per proxy variable (tens of ms a client). HTTPS that "
-        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification. "
-        "The default in replay mode when the environment sets no CA variable and NO_PROXY names only loopback.",
-    )  # fmt: skip
-    bundle.add_argument(
-        "--system-cas", dest="proxy_ca_only", action="store_false",
-        help="Give clients the system's CAs and the environment's besides the proxy's (the default in the other "
-        "modes, or when the environment sets a CA variable or a non-loopback NO_PROXY).",
-    )  # fmt: skip
-    parser.add_argument(
-        "--mitmdump",
-        help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",
-    )
-    parser.add_argument(
-        "--mitmdump-arg", action="append", default=[], metavar="ARG",
-        help=f"Extra mitmdump argument (write --mitmdump-arg=-s); ${MITMDUMP_ARGS_VAR} adds shell words too.",
-    )  # fmt: skip
-
-
-def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
-    mode = resolve_mode(args.mode, environ)
-    reverse = [parse_reverse(spec) for spec in args.reverse]
-    only_reverse = getattr(args, "only_reverse", False)
-    if only_reverse and not reverse:
-        raise LauncherError("--only-reverse needs at least one --reverse NAME=URL route for the clients to use")
-    return Settings(
-        mitmdump=find_mitmdump(args.mitmdump, environ),
-        mode=mode,
-        cassette_dir=Path(args.dir) if args.dir else default_dir(environ),
-        hosts=args.hosts,
-        reverse=reverse,
-        port=getattr(args, "port", 0),
-        report=Path(args.report) if args.report else None,
-        extra_args=[*extra_args_from(environ), *args.mitmdump_arg],
-        ignore=args.ignore,
-        key_headers=args.key_header,
-        ignore_values=args.ignore_value,
-        allow_hosts=args.allow_host,
-        only_reverse=only_reverse,
-        proxy_ca_only=proxy_ca_only_by_default(mode, environ)
-        if getattr(args, "proxy_ca_only", None) is None
-        else args.proxy_ca_only,
-    )
-
-
 def proxy_ca_only_by_default(mode: str, environ: Mapping[str, str]) -> bool:
     """Whether clients get the proxy's CA alone when no flag says: in replay, unless the environment trusts CAs
     of its own or sends some hosts around the proxy.
@@ -326,7 +237,7 @@ class RunningProxy:
             print(f"cassette: Java keeps its own trust store (no proxy CA): {self.ca_bundle}: {e}", file=sys.stderr)
 
     def control(self) -> ControlClient:
-        """A client of the control channel: tell the proxy which test runs (test_control.py)."""
+        """A client of the control channel: tell the proxy which test runs (control_channel.py)."""
         return ControlClient(self.url, self.control_token)
 
     @property

@@ -4,7 +4,7 @@ Each hook decides what happens to a request and delegates the doing: the key
 to core/key.py (facts from the flow: facts.py), lookups and answers to
 replay.py, saving to record.py, misses to miss.py, forwarded requests'
 failures to upstream.py, repeated requests to sequence.py, the current test and
-its rules to test_control.py. Per-request state is one `FlowState` (state.py).
+its rules to control_channel.py. Per-request state is one `FlowState` (state.py).
 
 Every hook fails closed: an exception of ours answers a JSON 500
 `cassette_error` (counted, logged with its traceback), never a forwarded
@@ -39,16 +39,17 @@ from ..core.defaults import (
     REPEATS,
     REPLAY_TIMING_VAR,
 )
-from ..core.events import stream_kind
+from ..core.hosts import HostScope, is_loopback
 from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
 from ..core.miss import ClosestSearch
+from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
-from ..core.scope import HostScope, is_loopback
-from ..core.test_scope import DEFAULT_SCOPE, SCOPES, scoped_name
+from ..core.stream_events import stream_kind
 from ..core.token_exchange import parse_endpoints, placeholder
+from .control_channel import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
 from .errors import error_response, json_response
 from .facts import request_facts
 from .listen_backlog import raise_backlog
@@ -59,11 +60,10 @@ from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
-from .test_control import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 RULE_OPTIONS = frozenset(
     {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
@@ -429,7 +429,7 @@ class Cassette:
         if route != FORWARD:
             host = normal_host(flow.request.host)  # the route's upstream
         # Options are read in configure() (ctx.options costs microseconds on every request): the run's, or the
-        # current test's (test_control.py).
+        # current test's (control_channel.py).
         rules = self.control.rules
         mode = rules.mode
         with self.lock:

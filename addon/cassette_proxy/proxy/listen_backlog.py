@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 LISTEN_BACKLOG = 4096
 """What the proxy asks for; the kernel caps it at net.core.somaxconn (4096 on current Linux)."""

@@ -38,7 +38,7 @@ from ..core.record_statuses import is_client_error
 from ..core.report import Report
 from .stream_recorder import StreamRecorder
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 
 @dataclass

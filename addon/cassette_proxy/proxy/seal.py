@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from mitmproxy import connection, ctx, exceptions
 from mitmproxy.proxy import server_hooks
 
-from ..core.scope import HostScope, is_loopback
+from ..core.hosts import HostScope, is_loopback
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 
 def parse_networks(specs: Sequence[str]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

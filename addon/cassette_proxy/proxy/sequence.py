@@ -1,6 +1,6 @@
 """`cassette_repeats=sequence`: a test's n-th identical request records and replays the n-th recording.
 
-Counted per test (the test the proxy was told of, test_control.py), so a test
+Counted per test (the test the proxy was told of, control_channel.py), so a test
 gets the same recordings whether it runs alone, after others, or beside them on
 another xdist worker; requests outside any test have a counter of their own.
 A test's counters start again when the test starts (a rerun counts from 1).

@@ -3,7 +3,7 @@
 mitmproxy buffers a response whole unless `flow.response.stream` is set, which
 would hand a client its answer only once the model has finished. The recorder
 is that `stream` callable: it passes every chunk through untouched and keeps a
-copy cut into events (by core/events.py, the one parser), each with its offset
+copy cut into events (by core/stream_events.py, the one parser), each with its offset
 from the start of the response, so the cassette shows one entry per event and
 replay can reproduce the gaps. No mitmproxy import: testable on its own.
 """
@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core import eventstream
-from ..core.events import EVENTSTREAM, ends_protocol, split_events
+from ..core import aws_eventstream
+from ..core.stream_events import EVENTSTREAM, ends_protocol, split_events
 
 
 @dataclass
@@ -65,7 +65,7 @@ class StreamRecorder:
         if self.ended:
             return True
         if self.kind == EVENTSTREAM:
-            return not self._pending and bool(self._timed) and eventstream.ends_stream(self._timed[-1][1])
+            return not self._pending and bool(self._timed) and aws_eventstream.ends_stream(self._timed[-1][1])
         if self._pending.strip():
             return False
         last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
@@ -83,7 +83,7 @@ class StreamRecorder:
 
     def events(self) -> list[dict]:
         """The stored form: [{"ms": offset, "text": exact event text}]; raises UnicodeDecodeError on non-UTF-8.
-        AWS frames: eventstream.stored_frame's form."""
+        AWS frames: aws_eventstream.stored_frame's form."""
         if self.kind == EVENTSTREAM:
-            return [eventstream.stored_frame(ms, raw) for ms, raw in self._timed]
+            return [aws_eventstream.stored_frame(ms, raw) for ms, raw in self._timed]
         return [{"ms": ms, "text": raw.decode("utf-8")} for ms, raw in self._timed]

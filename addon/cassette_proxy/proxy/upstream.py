@@ -36,7 +36,7 @@ from ..core.report import Report
 from .errors import error_response
 from .state import state_of
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 UPSTREAM_ERROR = "cassette_upstream_error"
 

@@ -30,11 +30,11 @@ from mitmproxy import http
 
 from ..core.defaults import MODES, REPEATS
 from ..core.key import KeyCache, parse_ignore_paths
+from ..core.per_test import SCOPES
 from ..core.record_statuses import parse_record_statuses
-from ..core.test_scope import SCOPES
 from .errors import error_response, json_response
 
-log = logging.getLogger("cassette")
+log = logging.getLogger(__name__)
 
 CONTROL_HOST = "cassette.control"
 TOKEN_HEADER = "x-cassette-control-token"

@@ -13,19 +13,19 @@ import json
 import re
 from typing import Any
 
-from . import eventstream
+from . import aws_eventstream
 
 SSE = "sse"
 NDJSON = "ndjson"
 
 EVENTSTREAM = "eventstream"
-"""AWS event-stream binary frames (Bedrock): split and stored by eventstream.py."""
+"""AWS event-stream binary frames (Bedrock): split and stored by aws_eventstream.py."""
 
 _STREAM_TYPES = {
     "text/event-stream": SSE,
     "application/x-ndjson": NDJSON,
     "application/jsonl": NDJSON,
-    eventstream.CONTENT_TYPE: EVENTSTREAM,
+    aws_eventstream.CONTENT_TYPE: EVENTSTREAM,
 }
 
 _LINE_END = rb"(?:\r\n|\r(?!\n)|\n)"
@@ -48,7 +48,7 @@ def split_events(buffer: bytes, kind: str, final: bool = False) -> tuple[list[by
     mid-event is stored as it was sent, byte for byte.
     """
     if kind == EVENTSTREAM:
-        return eventstream.split_frames(buffer, final)
+        return aws_eventstream.split_frames(buffer, final)
     events: list[bytes] = []
     start = 0
     while True:

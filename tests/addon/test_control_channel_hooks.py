@@ -1,4 +1,4 @@
-"""In-process tests of the control channel (proxy/test_control.py): the addon answers `cassette.control` itself,
+"""In-process tests of the control channel (proxy/control_channel.py): the addon answers `cassette.control` itself,
 only with the run's token, and a test's announcement changes the rules of that test's requests only."""
 
 from __future__ import annotations

@@ -9,17 +9,17 @@ import zlib
 
 import pytest
 from botocore.eventstream import EventStreamBuffer
-from cassette_proxy.core import eventstream, redact
+from cassette_proxy.core import aws_eventstream, redact
 from cassette_proxy.core.cassette_file import CassetteError, decode_body, events_fields, load
-from cassette_proxy.core.events import EVENTSTREAM, split_events, stream_kind
 from cassette_proxy.core.key import RequestFacts, canonical_path, request_key
+from cassette_proxy.core.stream_events import EVENTSTREAM, split_events, stream_kind
 from cassette_proxy.proxy.stream_recorder import StreamRecorder
 
 HEADERS = {":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event"}
 
 
 def frame(payload: bytes, headers: dict[str, str] = HEADERS) -> bytes:
-    return eventstream.encode_frame(headers, payload)
+    return aws_eventstream.encode_frame(headers, payload)
 
 
 def parsed(data: bytes) -> list[tuple[dict, bytes]]:
@@ -51,21 +51,21 @@ def test_split_stops_at_a_length_that_cannot_be_a_frame():
 
 def test_a_compact_json_frame_is_stored_readable_and_re_encoded_byte_for_byte():
     raw = frame(b'{"contentBlockIndex":0,"delta":{"text":"caf\xc3\xa9"},"p":"abcd"}')
-    stored = eventstream.stored_frame(7, raw)
+    stored = aws_eventstream.stored_frame(7, raw)
     assert stored == {
         "ms": 7,
         "headers": HEADERS,
         "payload": {"contentBlockIndex": 0, "delta": {"text": "café"}, "p": "abcd"},
     }
-    assert eventstream.frame_bytes(json.loads(json.dumps(stored))) == raw
+    assert aws_eventstream.frame_bytes(json.loads(json.dumps(stored))) == raw
 
 
 @pytest.mark.parametrize("payload", ['{"a": 1}', '{"a":"\\u00e9"}', "not json", ""])
 def test_a_payload_whose_json_would_not_come_back_exactly_is_stored_as_text(payload):
     raw = frame(payload.encode())
-    stored = eventstream.stored_frame(3, raw)
+    stored = aws_eventstream.stored_frame(3, raw)
     assert stored == {"ms": 3, "headers": HEADERS, "payload_text": payload}
-    assert eventstream.frame_bytes(stored) == raw
+    assert aws_eventstream.frame_bytes(stored) == raw
 
 
 @pytest.mark.parametrize(
@@ -77,9 +77,9 @@ def test_a_payload_whose_json_would_not_come_back_exactly_is_stored_as_text(payl
     ],
 )
 def test_anything_else_is_stored_as_its_bytes(raw):
-    stored = eventstream.stored_frame(0, raw)
+    stored = aws_eventstream.stored_frame(0, raw)
     assert stored == {"ms": 0, "frame_base64": base64.b64encode(raw).decode()}
-    assert eventstream.frame_bytes(stored) == raw
+    assert aws_eventstream.frame_bytes(stored) == raw
 
 
 def chunk(inner: bytes) -> bytes:
@@ -98,17 +98,17 @@ def chunk(inner: bytes) -> bytes:
 )  # fmt: skip
 def test_a_chunks_base64_bytes_are_stored_decoded_and_encoded_back_exactly(inner, how, stored):
     raw = chunk(inner)
-    entry = eventstream.stored_frame(0, raw)
+    entry = aws_eventstream.stored_frame(0, raw)
     assert entry["payload"] == {"bytes": stored, "p": "abc"} and entry["payload_bytes"] == how
-    assert eventstream.frame_bytes(json.loads(json.dumps(entry))) == raw
-    assert eventstream.valid_frames([entry])
+    assert aws_eventstream.frame_bytes(json.loads(json.dumps(entry))) == raw
+    assert aws_eventstream.valid_frames([entry])
 
 
 def test_bytes_that_are_not_utf8_stay_base64():
     raw = chunk(b"\xff\x00")
-    entry = eventstream.stored_frame(0, raw)
+    entry = aws_eventstream.stored_frame(0, raw)
     assert "payload_bytes" not in entry and entry["payload"]["bytes"] == base64.b64encode(b"\xff\x00").decode()
-    assert eventstream.frame_bytes(entry) == raw
+    assert aws_eventstream.frame_bytes(entry) == raw
 
 
 def test_non_string_headers_are_stored_as_bytes():
@@ -117,7 +117,7 @@ def test_non_string_headers_are_stored_as_bytes():
     body = prelude + struct.pack("!I", zlib.crc32(prelude)) + header + b"{}"
     raw = body + struct.pack("!I", zlib.crc32(body))
     assert parsed(raw) == [({":flag": True}, b"{}")]
-    assert "frame_base64" in eventstream.stored_frame(0, raw)
+    assert "frame_base64" in aws_eventstream.stored_frame(0, raw)
 
 
 @pytest.mark.parametrize(
@@ -172,12 +172,12 @@ def test_an_exception_frame_ends_the_stream():
 
 def test_redaction_changes_payloads_and_replay_still_sends_valid_frames():
     secret = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
-    readable = eventstream.stored_frame(
+    readable = aws_eventstream.stored_frame(
         0, frame(json.dumps({"delta": {"text": secret}}, separators=(",", ":")).encode())
     )
-    text = eventstream.stored_frame(1, frame(b'{"x": "AKIAFAKEFAKEFAKEFAKE"}'))
-    opaque = eventstream.stored_frame(2, frame(b"\xff AKIAFAKEFAKEFAKEFAKE"))
-    model_event = eventstream.stored_frame(3, chunk(json.dumps({"text": secret}, separators=(",", ":")).encode()))
+    text = aws_eventstream.stored_frame(1, frame(b'{"x": "AKIAFAKEFAKEFAKEFAKE"}'))
+    opaque = aws_eventstream.stored_frame(2, frame(b"\xff AKIAFAKEFAKEFAKEFAKE"))
+    model_event = aws_eventstream.stored_frame(3, chunk(json.dumps({"text": secret}, separators=(",", ":")).encode()))
     body = [readable, text, opaque, model_event]
     response = {"status": 200, "headers": {}, "body_format": "eventstream", "body": body}
     cleaned = redact.redact({"response": response}, redact.parse_rules([]))["response"]
