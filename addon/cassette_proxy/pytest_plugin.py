@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
+from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
 from .launch import launcher
@@ -71,6 +72,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "cassette_ignore_values", "Volatile value patterns (regular expressions or presets), one a line.", "linelist"
     )
+    parser.addini(
+        "cassette_frameworks",
+        f"Framework presets to key with, one a line ({', '.join(DEFAULT_FRAMEWORKS)}: all by default); empty for none.",
+        "linelist",
+        default=list(DEFAULT_FRAMEWORKS),
+    )
     group.addoption(
         "--cassette-scope",
         choices=SCOPES,
@@ -108,6 +115,7 @@ def _settings(config: pytest.Config) -> launcher.Settings:
         ignore=[*config.getini("cassette_ignore"), *config.getoption("cassette_ignore")],
         key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
         ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
+        frameworks=config.getini("cassette_frameworks"),
     )
 
 

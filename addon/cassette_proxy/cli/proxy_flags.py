@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.defaults import DEFAULT_KEY_HEADERS, MITMDUMP_ARGS_VAR, MITMDUMP_VAR, MODES, default_dir
+from ..core.frameworks import PRESETS
 from ..launch.launcher import (
     LauncherError,
     Settings,
@@ -44,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ignore-value", action="append", default=[], metavar="REGEX",
         help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
         "values are keyed as numbered placeholders. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
+        help="Framework presets to key with (cassette_frameworks), replacing the default of all: "
+        f"{', '.join(sorted(PRESETS))}. The values these frameworks make up on every run are keyed as placeholders; "
+        "--frameworks with no name turns them all off.",
     )  # fmt: skip
     parser.add_argument(
         "--allow-host", action="append", default=[], metavar="GLOB",
@@ -97,6 +104,7 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore=args.ignore,
         key_headers=args.key_header,
         ignore_values=args.ignore_value,
+        frameworks=args.frameworks,
         allow_hosts=args.allow_host,
         only_reverse=only_reverse,
         proxy_ca_only=proxy_ca_only_by_default(mode, environ)

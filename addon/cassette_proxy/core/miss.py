@@ -140,6 +140,8 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
         return None
     diff = identity_differences(recorded, current)
     settings = recipe.differences(recorded_recipe) if recorded_recipe is not None else []
+    if recorded_recipe is not None and (presets := recipe.framework_difference(recorded_recipe, cassette["request"])):
+        settings.append(presets)
     keyed_with = cassette.get("keyed_with") or {}
     if not diff and not settings:
         if recorded_recipe is None or keyed_with.get("recipe") != RECIPE_VERSION:

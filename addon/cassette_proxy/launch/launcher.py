@@ -159,6 +159,8 @@ class Settings:
     """Key headers on top of the defaults (`cassette_key_headers`)."""
     ignore_values: Sequence[str] = ()
     """`cassette_ignore_values`: regular expressions or preset names."""
+    frameworks: Sequence[str] | None = None
+    """`cassette_frameworks`: the framework presets to key with; None: the addon's default (all), empty: none."""
     allow_hosts: Sequence[str] = ()
     """`cassette_allow_hosts`: hosts outside the scope a replay run may still reach."""
     only_reverse: bool = False
@@ -347,6 +349,9 @@ def key_options(settings: Settings) -> list[str]:
             args += ["--set", f"cassette_key_headers={name}"]
     for pattern in settings.ignore_values:
         args += ["--set", f"cassette_ignore_values={pattern}"]
+    if settings.frameworks is not None:
+        for name in settings.frameworks or [""]:  # `cassette_frameworks=` (empty) says none
+            args += ["--set", f"cassette_frameworks={name}"]
     for host in settings.allow_hosts:
         args += ["--set", f"cassette_allow_hosts={host}"]
     return args

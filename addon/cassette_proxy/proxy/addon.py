@@ -39,6 +39,7 @@ from ..core.defaults import (
     REPEATS,
     REPLAY_TIMING_VAR,
 )
+from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.hosts import HostScope, is_loopback
 from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 
 RULE_OPTIONS = frozenset(
     {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
-    | {"cassette_ignore_values", "cassette_record_statuses", "cassette_control_token"}
+    | {"cassette_ignore_values", "cassette_frameworks", "cassette_record_statuses", "cassette_control_token"}
 )
 """The options behind `RequestRules`: what a request follows outside a test, and under a test's own options."""
 
@@ -158,8 +159,16 @@ class Cassette:
             "cassette_ignore_values",
             Sequence[str],
             [],
-            "Volatile values by shape: regular expressions (or presets: pydantic-ai) whose matches inside any JSON "
-            "string value are keyed as numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids.",
+            "Volatile values by shape: regular expressions whose matches inside any JSON string value are keyed as "
+            "numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids; on top of cassette_frameworks.",
+        )
+        loader.add_option(
+            "cassette_frameworks",
+            Sequence[str],
+            list(DEFAULT_FRAMEWORKS),
+            "Framework presets: the values these agent frameworks make up on every run are keyed as numbered "
+            f"placeholders, so their runs replay ({'; '.join(f'{p.name}: {p.invents}' for p in PRESETS.values())}). "
+            "All by default; list the ones to keep, or set it empty (--set cassette_frameworks=) for none.",
         )
         loader.add_option(
             "cassette_record_statuses",
@@ -275,15 +284,16 @@ class Cassette:
             self.hosts = HostScope(opts.cassette_hosts)
         if "cassette_allow_hosts" in updated:
             self.allowed_hosts = HostScope(opts.cassette_allow_hosts)
-        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values"}:
+        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values", "cassette_frameworks"}:
             try:
-                self.recipe = make_recipe(opts.cassette_ignore, opts.cassette_key_headers, opts.cassette_ignore_values)
                 # What the preload worker builds its recipe from: the same inputs, so the same keys by construction.
                 self.recipe_options = {
                     "ignore": list(opts.cassette_ignore),
                     "key_headers": list(opts.cassette_key_headers),
                     "ignore_values": list(opts.cassette_ignore_values),
+                    "frameworks": list(opts.cassette_frameworks),
                 }
+                self.recipe = make_recipe(**self.recipe_options)
             except RecipeError as e:
                 raise exceptions.OptionsError(str(e)) from None
             if refused := sorted(UNKEYABLE_HEADERS.intersection(self.recipe.key_headers)):
