@@ -90,6 +90,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "shared (one recording per distinct request) or test (each test's recordings under its own folder).",
         default=DEFAULT_SCOPE,
     )
+    parser.addini(
+        "cassette_telemetry",
+        "Answer the known telemetry sinks (openai-agents' traces, LangSmith, Langfuse, Logfire) offline in replay.",
+        type="bool",
+        default=True,
+    )
+    parser.addini("cassette_telemetry_sinks", "More telemetry sinks, HOST/PATH globs, one a line.", "linelist")
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
@@ -116,6 +123,8 @@ def _settings(config: pytest.Config) -> launcher.Settings:
         key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
         ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
         frameworks=config.getini("cassette_frameworks"),
+        telemetry=config.getini("cassette_telemetry"),
+        telemetry_sinks=config.getini("cassette_telemetry_sinks"),
     )
 
 

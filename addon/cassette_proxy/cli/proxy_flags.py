@@ -58,6 +58,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
     )  # fmt: skip
     parser.add_argument(
+        "--telemetry-sink", action="append", default=[], metavar="HOST/PATH",
+        help="Another telemetry sink (cassette_telemetry_sinks), e.g. otel-collector.example.com/v1/traces: answered "
+        "offline in replay like openai-agents' traces, LangSmith, Langfuse and Logfire, never recorded. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-telemetry", dest="telemetry", action="store_false",
+        help="Treat the known telemetry sinks as any other request (cassette_telemetry=false): recorded when in "
+        "scope, refused offline in replay when not.",
+    )  # fmt: skip
+    parser.add_argument(
         "--only-reverse", action="store_true",
         help="With --reverse: give the command only the NAME_BASE_URL variables, no proxy or CA variables. Every new "
         "SDK client then skips loading the CA bundle once per proxy variable (tens of ms a client); requests to hosts "
@@ -106,6 +116,8 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore_values=args.ignore_value,
         frameworks=args.frameworks,
         allow_hosts=args.allow_host,
+        telemetry=args.telemetry,
+        telemetry_sinks=args.telemetry_sink,
         only_reverse=only_reverse,
         proxy_ca_only=proxy_ca_only_by_default(mode, environ)
         if getattr(args, "proxy_ca_only", None) is None

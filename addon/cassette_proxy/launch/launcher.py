@@ -163,6 +163,10 @@ class Settings:
     """`cassette_frameworks`: the framework presets to key with; None: the addon's default (all), empty: none."""
     allow_hosts: Sequence[str] = ()
     """`cassette_allow_hosts`: hosts outside the scope a replay run may still reach."""
+    telemetry: bool = True
+    """`cassette_telemetry`: answer the known telemetry sinks offline in replay, never record them."""
+    telemetry_sinks: Sequence[str] = ()
+    """`cassette_telemetry_sinks`: more sinks, HOST/PATH globs."""
     only_reverse: bool = False
     """Clients get the reverse listeners' NAME_BASE_URL variables only: no proxy variables, no CA bundle."""
     proxy_ca_only: bool = False
@@ -354,6 +358,10 @@ def key_options(settings: Settings) -> list[str]:
             args += ["--set", f"cassette_frameworks={name}"]
     for host in settings.allow_hosts:
         args += ["--set", f"cassette_allow_hosts={host}"]
+    if not settings.telemetry:
+        args += ["--set", "cassette_telemetry=false"]
+    for sink in settings.telemetry_sinks:
+        args += ["--set", f"cassette_telemetry_sinks={sink}"]
     return args
 
 

@@ -61,6 +61,7 @@ from .seal import Seal
 from .sequence import Sequencer
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
+from .telemetry import Telemetry
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
@@ -88,6 +89,7 @@ class Cassette:
         self.seal = Seal()
         self.routes = RouteTable()
         """The reverse listeners, known once the servers run (running())."""
+        self.telemetry = Telemetry(self.report, self.lock)
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
@@ -128,6 +130,20 @@ class Cassette:
             [],
             "More OAuth token endpoints, as HOST/PATH globs (e.g. sts.example.com/oauth2/token), on top of Google's and "
             "Microsoft's: never stored; in replay mode answered with a placeholder token.",
+        )
+        loader.add_option(
+            "cassette_telemetry",
+            bool,
+            True,
+            "Answer the known telemetry sinks (openai-agents' traces, LangSmith, Langfuse, Logfire) offline in replay "
+            "mode, and in every mode never record, key or miss them; false treats them as any other request.",
+        )
+        loader.add_option(
+            "cassette_telemetry_sinks",
+            Sequence[str],
+            [],
+            "More telemetry sinks, as HOST/PATH globs (e.g. otel-collector.example.com/v1/traces): answered like the "
+            "known ones (an empty OTLP success), on top of them.",
         )
         loader.add_option(
             "cassette_routes",
@@ -341,6 +357,8 @@ class Cassette:
                 self.token_endpoints = parse_endpoints(opts.cassette_token_endpoints)
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_token_endpoints: {e}") from None
+        if updated & {"cassette_telemetry", "cassette_telemetry_sinks"}:
+            self.telemetry.configure(opts.cassette_telemetry, list(opts.cassette_telemetry_sinks))
         if "cassette_routes" in updated:
             try:
                 self.route_names = parse_route_names(opts.cassette_routes)
@@ -446,6 +464,9 @@ class Cassette:
             self.report.routes[route] = self.report.routes.get(route, 0) + 1
         if mode != "off" and self.token_endpoints.matches(flow.request.method, host, flow.request.path):
             self._token_exchange(flow, state, mode)
+            return
+        if mode != "off" and (sink := self.telemetry.match(flow.request, host)):
+            self.telemetry.handle(flow, state, mode, sink)
             return
         if mode == "off" or host not in self.hosts:
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
