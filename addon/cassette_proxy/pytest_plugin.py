@@ -123,6 +123,7 @@ def _settings(config: pytest.Config) -> launcher.Settings:
         key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
         ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
         frameworks=config.getini("cassette_frameworks"),
+        started_by="pytest",
         telemetry=config.getini("cassette_telemetry"),
         telemetry_sinks=config.getini("cassette_telemetry_sinks"),
     )

@@ -119,6 +119,7 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         telemetry=args.telemetry,
         telemetry_sinks=args.telemetry_sink,
         only_reverse=only_reverse,
+        started_by=getattr(args, "subcommand", "run"),  # `cassette run` or `cassette serve`
         proxy_ca_only=proxy_ca_only_by_default(mode, environ)
         if getattr(args, "proxy_ca_only", None) is None
         else args.proxy_ca_only,

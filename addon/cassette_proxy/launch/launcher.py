@@ -169,6 +169,8 @@ class Settings:
     """`cassette_telemetry_sinks`: more sinks, HOST/PATH globs."""
     only_reverse: bool = False
     """Clients get the reverse listeners' NAME_BASE_URL variables only: no proxy variables, no CA bundle."""
+    started_by: str = "run"
+    """`cassette_started_by`: run, serve or pytest, so that the proxy's hints name what the user types."""
     proxy_ca_only: bool = False
     """The clients' CA bundle holds the proxy's CA alone, not the system's and the environment's (see
     `proxy_ca_only_by_default`)."""
@@ -331,6 +333,7 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
         # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
         "flow_detail": 0,
         "cassette_mode": settings.mode,
+        "cassette_started_by": settings.started_by,
         "cassette_dir": settings.cassette_dir.resolve(),
         "cassette_ready_file": private / "ready.json",
         "cassette_report": settings.report.resolve() if settings.report else private / "report.json",

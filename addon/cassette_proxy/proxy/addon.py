@@ -40,6 +40,7 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
+from ..core.hints import DEFAULT_STARTER, STARTERS
 from ..core.hosts import HostScope, is_loopback
 from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
 from ..core.location import relative_name
@@ -144,6 +145,14 @@ class Cassette:
             [],
             "More telemetry sinks, as HOST/PATH globs (e.g. otel-collector.example.com/v1/traces): answered like the "
             "known ones (an empty OTLP success), on top of them.",
+        )
+        loader.add_option(
+            "cassette_started_by",
+            str,
+            DEFAULT_STARTER,
+            "How this proxy was started, so that hints name what the user types: mitmdump (--set options), run "
+            "(`cassette run`), serve (`cassette serve`), pytest (the plugin). The launcher and the plugin set it.",
+            choices=STARTERS,
         )
         loader.add_option(
             "cassette_routes",
@@ -359,6 +368,12 @@ class Cassette:
                 raise exceptions.OptionsError(f"cassette_token_endpoints: {e}") from None
         if updated & {"cassette_telemetry", "cassette_telemetry_sinks"}:
             self.telemetry.configure(opts.cassette_telemetry, list(opts.cassette_telemetry_sinks))
+        if "cassette_started_by" in updated:
+            if opts.cassette_started_by not in STARTERS:
+                raise exceptions.OptionsError(
+                    f"cassette_started_by: {opts.cassette_started_by!r} is not a choice; use one of {', '.join(STARTERS)}"
+                )
+            self.started_by = opts.cassette_started_by
         if "cassette_routes" in updated:
             try:
                 self.route_names = parse_route_names(opts.cassette_routes)
@@ -581,7 +596,9 @@ class Cassette:
         # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
         nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
-        error = miss.miss_body(key, method, url, relative, rules.mode, nearest, rules.scope, rules.test)
+        error = miss.miss_body(
+            key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, self.started_by
+        )
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
         # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
