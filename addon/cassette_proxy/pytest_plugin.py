@@ -17,6 +17,10 @@ fixture wider than a function is set up, requests belong to no test. So
 `cassette_repeats=sequence` counts per test, `cassette_scope = test` stores a
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
+
+Reverse routes (`cassette_reverse`) are wired into this process too: their
+base-URL variables (OPENAI_BASE_URL, OLLAMA_HOST, ... see launch/client_env.py)
+are set before collection, so a client built with no arguments uses them.
 """
 
 from __future__ import annotations
@@ -102,9 +106,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
     parser.addini(
         "cassette_reverse",
-        "Reverse listeners as NAME=URL lines, given by the cassette_base_urls fixture.",
+        "Reverse routes as NAME=URL lines (openai=https://api.openai.com): each sets its base-URL variables "
+        "(OPENAI_BASE_URL, ...) in the session before collection, and the cassette_base_urls fixture gives them.",
         "linelist",
-        default=["openai=https://api.openai.com", "anthropic=https://api.anthropic.com"],
     )
 
 
@@ -137,7 +141,8 @@ def _start(config: pytest.Config) -> launcher.RunningProxy:
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
-        for name, value in proxy.client_env(os.environ, base_urls=False).items():
+        # With the routes' variables, clients built with no arguments (a bare `OpenAI()`) take the reverse routes.
+        for name, value in proxy.client_env(os.environ).items():
             if os.environ.get(name) != value:
                 environment.setenv(name, value)
         config.stash[PROXY], config.stash[ENVIRONMENT] = proxy, environment
@@ -290,4 +295,4 @@ def cassette_base_urls(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
 @pytest.fixture
 def cassette_env(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
     """A complete environment for subprocesses (any runtime) that sends their API calls through the proxy."""
-    return cassette_proxy.client_env(os.environ, base_urls=False)
+    return cassette_proxy.client_env(os.environ)

@@ -44,9 +44,11 @@ from .client_env import (
     LOOPBACK,
     NODE_TEST_HOOKS,
     client_environment,
+    default_base_path,
     no_proxy_domain,
     no_proxy_value,
     own_cas,
+    route_variables,
     write_ca_bundle,
 )
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
@@ -55,9 +57,6 @@ from .java_truststore import write_truststore
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
 
-
-KNOWN_REVERSE = {"openai": ("OPENAI_BASE_URL", "/v1"), "anthropic": ("ANTHROPIC_BASE_URL", "")}
-"""`--reverse NAME=URL` names whose SDKs read a base-URL variable, and the path their base URL must end in."""
 
 PORT_ATTEMPTS = 5
 READY_TIMEOUT = 60.0
@@ -69,12 +68,12 @@ class LauncherError(Exception):
 
 @dataclass(frozen=True)
 class Reverse:
-    """A reverse-mode listener for `origin`: clients find it through `env_name` instead of proxy variables and a CA."""
+    """A reverse-mode listener for `origin`: clients find it through base-URL variables (client_env.route_variables)
+    instead of proxy variables and a CA."""
 
     name: str
     origin: str
     base_path: str
-    env_name: str
     port: int | None = None
     """A fixed listener port (`NAME=URL@PORT`), for apps that record their base URL; None: a free port per run."""
 
@@ -100,9 +99,8 @@ def parse_reverse(spec: str) -> Reverse:
             f"--reverse {spec!r}: {port!r} after @ is not a port; give the listener's port as 1-65535, "
             "e.g. ollama=http://localhost:11434@8181, or leave @PORT out for a free port"
         )
-    env_name, default_path = KNOWN_REVERSE.get(name, (f"{name.upper()}_BASE_URL", ""))
-    base_path = parts.path.rstrip("/") or default_path
-    return Reverse(name, f"{parts.scheme}://{parts.netloc}", base_path, env_name, int(port) if at else None)
+    base_path = parts.path.rstrip("/") or default_base_path(name)
+    return Reverse(name, f"{parts.scheme}://{parts.netloc}", base_path, int(port) if at else None)
 
 
 def resolve_mode(given: str | None, environ: Mapping[str, str]) -> str:
@@ -232,6 +230,11 @@ class RunningProxy:
             reverse.name: f"http://127.0.0.1:{self.reverse_ports[reverse.name]}{reverse.base_path}"
             for reverse in settings.reverse
         }
+        self.route_variables: dict[str, str] = {}
+        """Every reverse route's base-URL variables: NAME_BASE_URL and those its SDKs read (client_env.py)."""
+        for reverse in settings.reverse:
+            listener = f"http://127.0.0.1:{self.reverse_ports[reverse.name]}"
+            self.route_variables.update(route_variables(reverse.name, listener, reverse.base_path))
         self.ca_bundle = write_ca_bundle(
             private / "ca-bundle.pem",
             private / "confdir" / "mitmproxy-ca-cert.pem",
@@ -256,19 +259,18 @@ class RunningProxy:
     def log_path(self) -> Path:
         return self.private / "mitmdump.log"
 
-    def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
-        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables.
+    def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """`environ` wired to this proxy, with the reverse routes' base-URL variables (`route_variables`).
 
-        With `only_reverse` (and `base_urls`): the NAME_BASE_URL variables, the mode and the control channel, no
-        proxy or CA variables; loopback and the listeners join NO_PROXY so that a proxy the environment already
-        names is not asked for them.
+        With `only_reverse`: the base-URL variables, the mode and the control channel, no proxy or CA variables;
+        loopback and the listeners join NO_PROXY so that a proxy the environment already names is not asked for them.
         """
-        if self.settings.only_reverse and base_urls:
+        if self.settings.only_reverse:
             env = dict(environ)
             existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
             direct = [f"127.0.0.1:{port}" for port in self.reverse_ports.values()]
             env["NO_PROXY"] = env["no_proxy"] = ",".join([no_proxy_value(existing, ()), *direct])
-            env.update({r.env_name: self.base_urls[r.name] for r in self.settings.reverse})
+            env.update(self.route_variables)
             env[MODE_VAR] = self.settings.mode
             # A test runner's hooks still announce tests: straight to the listener, no proxy variable needed.
             env["CASSETTE_PROXY_URL"] = self.url
@@ -283,7 +285,7 @@ class RunningProxy:
             controlled_hosts=self.settings.controlled_hosts(),
             mode=self.settings.mode,
             notice_file=self.private / "node-notice",
-            base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
+            base_urls=self.route_variables,
             java_truststore=self.java_truststore,
             # Clients that read host:port entries go straight to the listeners; the addon undoes the detour of the others.
             direct=[f"127.0.0.1:{port}" for port in self.reverse_ports.values()],
