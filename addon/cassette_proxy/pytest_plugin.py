@@ -36,7 +36,7 @@ from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .launch import launcher
+from .launch import launcher, silent_run
 from .launch.control_client import ControlError
 
 PROXY = pytest.StashKey[launcher.RunningProxy]()
@@ -265,6 +265,10 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     report = Report.merged(reports)
     terminalreporter.write_line(report.summary())
+    hosts = _settings(config).controlled_hosts()
+    silence = silent_run.warning(report, os.environ, hosts, hosts_flag="the cassette_hosts setting")
+    if silence:
+        terminalreporter.write_line(silence)
     # Under xdist the controller holds every worker's test reports as well as their run reports.
     failed = {r.nodeid for name in ("failed", "error") for r in terminalreporter.stats.get(name, [])}
     missed = {test: n for test, n in report.tests_with_misses().items() if test in failed}

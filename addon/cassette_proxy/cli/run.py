@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher
+from ..launch import launcher, silent_run
 from . import proxy_flags
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -43,9 +43,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         status = _run_command(command, proxy.client_env(os.environ))
     finally:
+        node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
     print(summary(report), file=sys.stderr)
-    failures = strict_failures(report) if args.strict else []
+    silence = (
+        silent_run.warning(report, os.environ, proxy.settings.controlled_hosts(), node_bypassed) if report else None
+    )
+    if silence:
+        print(silence, file=sys.stderr)
+    failures = [*strict_failures(report), *([silent_run.STRICT_FAILURE] if silence else [])] if args.strict else []
     if failures:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
         return status or 1

@@ -259,6 +259,12 @@ class RunningProxy:
     def log_path(self) -> Path:
         return self.private / "mitmdump.log"
 
+    @property
+    def node_fetch_bypassed(self) -> bool:
+        """Whether a Node process found no undici to route its fetch through the proxy (node_preload.cjs); until
+        `stop()`, which removes the private folder."""
+        return (self.private / "node-notice").exists()
+
     def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:
         """`environ` wired to this proxy, with the reverse routes' base-URL variables (`route_variables`).
 
