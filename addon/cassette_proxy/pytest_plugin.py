@@ -38,8 +38,9 @@ from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
 from .launch import launcher, silent_run
 from .launch.control_client import ControlError
+from .launch.outer_proxy import OuterProxy, outer_proxy
 
-PROXY = pytest.StashKey[launcher.RunningProxy]()
+PROXY = pytest.StashKey[launcher.RunningProxy | OuterProxy]()
 ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
 REPORTS = pytest.StashKey[list[Report]]()
 CURRENT = pytest.StashKey[tuple[str, dict]]()
@@ -112,12 +113,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _settings(config: pytest.Config) -> launcher.Settings:
+def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
     folder = config.getoption("cassette_dir") or os.environ.get(DIR_VAR) or config.getini("cassette_dir")
     mode = launcher.resolve_mode(config.getoption("cassette_mode"), os.environ)
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
-        mitmdump=launcher.find_mitmdump(None, os.environ),
+        mitmdump=mitmdump,
         mode=mode,
         cassette_dir=config.rootpath / Path(folder).expanduser(),
         hosts=config.getini("cassette_hosts"),
@@ -133,11 +134,11 @@ def _settings(config: pytest.Config) -> launcher.Settings:
     )
 
 
-def _start(config: pytest.Config) -> launcher.RunningProxy:
-    """Start the session's proxy and point this process's environment at it."""
+def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
+    """Start the session's proxy and point this process's environment at it; inside `cassette run`, use its proxy."""
     if PROXY not in config.stash:
         try:
-            proxy = launcher.start(_settings(config))
+            proxy = _outer(config) or launcher.start(_settings(config, launcher.find_mitmdump(None, os.environ)))
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
@@ -147,6 +148,38 @@ def _start(config: pytest.Config) -> launcher.RunningProxy:
                 environment.setenv(name, value)
         config.stash[PROXY], config.stash[ENVIRONMENT] = proxy, environment
     return config.stash[PROXY]
+
+
+def _outer(config: pytest.Config) -> OuterProxy | None:
+    """The enclosing `cassette run`'s proxy when there is one and it serves this suite as its own would."""
+    try:
+        outer = outer_proxy()
+    except ValueError as e:
+        raise pytest.UsageError(f"cassette: {e}") from None
+    if outer is None:
+        return None
+    conflicts = outer.conflicts(_settings(config, mitmdump=""))
+    if conflicts:
+        raise pytest.UsageError(
+            "cassette: this pytest runs inside `cassette run`, whose proxy serves it (one proxy, not two), but the "
+            "suite's settings differ from that proxy's:\n  " + "\n  ".join(conflicts) + "\nGive `cassette run` the "
+            "suite's settings with the flags named, or run pytest on its own: the plugin then starts its own proxy."
+        )
+    if _is_xdist_worker(config) and (config.getoption("cassette_scope") or config.getini("cassette_scope")) == "test":
+        raise pytest.UsageError(
+            "cassette: cassette_scope = test needs a proxy per xdist worker (one proxy has one current test), and "
+            "inside `cassette run` every worker shares its proxy: run `pytest -n N` on its own, or without -n"
+        )
+    return outer
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _announces(config: pytest.Config) -> bool:
+    """Whether this process tells the proxy which test runs: not when xdist workers share one (`cassette run`'s)."""
+    return not (isinstance(config.stash.get(PROXY, None), OuterProxy) and _is_xdist_worker(config))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -183,7 +216,7 @@ def _test_options(item: pytest.Item) -> dict[str, Any]:
 def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> None:
     """Tell the proxy which test runs now (None: no test); a refusal fails the test with the proxy's reason."""
     proxy = config.stash.get(PROXY, None)
-    if proxy is None:
+    if proxy is None or not _announces(config):
         return
     try:
         if test is None:
@@ -198,6 +231,11 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: its requests (function fixtures included) are its own."""
     item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
+    if not _announces(item.config) and any(item.iter_markers("cassette")):
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.cassette needs the proxy to know the current test, and xdist workers inside "
+            "`cassette run` share one proxy: run `pytest -n N` on its own, or without -n"
+        )
     _announce(item.config, item.nodeid)
 
 
@@ -231,8 +269,22 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if session.config.getini("cassette") and not _is_xdist_controller(session.config):
-        _start(session.config)
+    config = session.config
+    if config.getini("cassette") and not _is_xdist_controller(config):
+        proxy = _start(config)
+        if isinstance(proxy, OuterProxy) and not _is_xdist_worker(config):
+            _say_outer(config, proxy)
+    elif config.getini("cassette") and (outer := _outer(config)) is not None:
+        _say_outer(config, outer)
+
+
+def _say_outer(config: pytest.Config, outer: OuterProxy) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(
+            f"cassette: using the proxy of the enclosing `cassette run` ({outer.url}, {outer.settings.mode}, "
+            f"{outer.settings.dir}) instead of starting another; `cassette run` prints the summary"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -265,7 +317,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     report = Report.merged(reports)
     terminalreporter.write_line(report.summary())
-    hosts = _settings(config).controlled_hosts()
+    hosts = _settings(config, mitmdump="").controlled_hosts()
     silence = silent_run.warning(report, os.environ, hosts, hosts_flag="the cassette_hosts setting")
     if silence:
         terminalreporter.write_line(silence)
@@ -279,24 +331,25 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def cassette_proxy(pytestconfig: pytest.Config) -> launcher.RunningProxy:
-    """The session's running proxy (one per xdist worker); starts it if the suite did not opt in globally."""
+def cassette_proxy(pytestconfig: pytest.Config) -> launcher.RunningProxy | OuterProxy:
+    """The session's running proxy (one per xdist worker, or the enclosing `cassette run`'s); starts it if the suite
+    did not opt in globally."""
     return _start(pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def cassette_proxy_url(cassette_proxy: launcher.RunningProxy) -> str:
+def cassette_proxy_url(cassette_proxy: launcher.RunningProxy | OuterProxy) -> str:
     """The forward proxy's URL, e.g. http://127.0.0.1:41234."""
     return cassette_proxy.url
 
 
 @pytest.fixture(scope="session")
-def cassette_base_urls(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
+def cassette_base_urls(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """Reverse-mode base URLs by name (cassette_reverse setting), e.g. {"openai": "http://127.0.0.1:41235/v1"}."""
     return dict(cassette_proxy.base_urls)
 
 
 @pytest.fixture
-def cassette_env(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
+def cassette_env(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """A complete environment for subprocesses (any runtime) that sends their API calls through the proxy."""
     return cassette_proxy.client_env(os.environ)

@@ -10,6 +10,7 @@ import sys
 
 from ..core.report import strict_failures, summary
 from ..launch import launcher, silent_run
+from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -41,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, _exit_on_signal)
     proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
     try:
-        status = _run_command(command, proxy.client_env(os.environ))
+        # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
+        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)})
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
