@@ -127,7 +127,7 @@ def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
             if domain not in LOOPBACK:
                 return True
             continue
-        host = pattern.replace("*", "x")
+        host = pattern.split("/", 1)[0].replace("*", "x")  # an entry narrowed to paths still names its host
         if host == domain or host.endswith("." + domain):
             return True
     return False

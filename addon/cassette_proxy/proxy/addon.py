@@ -115,8 +115,9 @@ class Cassette:
             "cassette_hosts",
             Sequence[str],
             list(DEFAULT_HOSTS),
-            "Hosts under cassette control, as globs (`*` for all); traffic to other hosts passes through untouched "
-            "(in replay mode only to loopback hosts and those in cassette_allow_hosts).",
+            "Hosts under cassette control, as globs (`*` for all), or HOST/PATH for some paths of a host "
+            "(chatgpt.com/backend-api/codex/*); traffic to others passes through untouched (in replay mode only to "
+            "loopback hosts and those in cassette_allow_hosts).",
         )
         loader.add_option(
             "cassette_allow_hosts",
@@ -483,7 +484,7 @@ class Cassette:
         if mode != "off" and (sink := self.telemetry.match(flow.request, host)):
             self.telemetry.handle(flow, state, mode, sink)
             return
-        if mode == "off" or host not in self.hosts:
+        if mode == "off" or not self.hosts.covers(host, flow.request.path):
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
                 self._answer_offline(flow, state, host)
                 return
@@ -569,8 +570,11 @@ class Cassette:
             flow.request.method,
             f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}",
         )  # no query: no secret
+        outside = (
+            f"{host} is" if host not in self.hosts else f"{url} is (cassette_hosts names only some paths of {host})"
+        )
         message = (
-            f"cassette_offline: replay mode does not reach the network, and {host} is outside cassette_hosts; "
+            f"cassette_offline: replay mode does not reach the network, and {outside} outside cassette_hosts; "
             f"refused {method} {url}. Add the host to cassette_hosts to record it, or to cassette_allow_hosts "
             "(`cassette run --allow-host`) to let it through."
         )
