@@ -63,8 +63,11 @@ LIVE_TOKEN = "ya29.fake-LIVE-access-token-DO-NOT-STORE-0123456789"
 
 def last_user_text(body: dict) -> str:
     for content in reversed(body.get("contents") or []):  # Gemini: contents[].parts[].text
-        if isinstance(content, dict) and content.get("role", "user") == "user":
-            return " ".join(part.get("text", "") for part in content.get("parts", []) if isinstance(part, dict))
+        if not isinstance(content, dict) or content.get("role", "user") != "user":
+            continue
+        parts = [part for part in content.get("parts", []) if isinstance(part, dict)]
+        if any("text" in part for part in parts):  # not a function response
+            return " ".join(part.get("text", "") for part in parts)
     messages = body.get("messages") or (body["input"] if isinstance(body.get("input"), list) else [])
     for message in reversed(messages):  # chat messages, or the Responses API's input items
         if message.get("role") == "user":
