@@ -10,7 +10,7 @@ import re
 
 import cassette
 import pytest
-from docs_pages import code, pages, table_first_column
+from docs_pages import code, code_spans, pages, section, table_first_column
 from mitmproxy.test import taddons
 
 PAGES = pages()
@@ -41,3 +41,24 @@ def test_every_option_set_in_the_docs_is_declared(declared):
     )
     assert len(named) > 20
     assert sorted((page, name) for page, name in named if name not in declared) == []
+
+
+def test_the_defaults_on_the_options_page_are_the_addons(declared, monkeypatch):
+    """Each row's last cell shows the default the addon declares (a value, or every item of a short list)."""
+    for variable in ("CASSETTE_MODE", "CASSETTE_DIR", "CASSETTE_REPLAY_TIMING", "CASSETTE_CONTROL_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    with taddons.context(*cassette.addons) as tctx:
+        defaults = {name: tctx.options.default(name) for name in declared}
+    rows = {}
+    for line in section(PAGES["docs/options.md"], "The addon's options").splitlines():
+        cells = line.split("|")[1:-1]
+        if len(cells) == 3 and code_spans(cells[0]):
+            rows[code_spans(cells[0])[0]] = code_spans(cells[-1])
+    wrong = []
+    for name, default in sorted(defaults.items()):
+        shown = [str(item) for item in default] if isinstance(default, list | tuple) else [str(default)]
+        if default in (None, "", []) or len(shown) > 5:
+            continue  # no default to show, or a long list the page summarises in words
+        if not set(shown) <= set(rows[name]):
+            wrong.append(f"{name}: the addon's default is {shown}, the page shows {rows[name]}")
+    assert not wrong, "\n".join(wrong)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy import cli, pytest_plugin
-from docs_pages import ROOT, code, pages, section, split, table_first_column
+from docs_pages import ROOT, code, code_spans, pages, section, split, table_first_column
 
 PAGES = pages()
 COMMAND = re.compile(r"(?<![\w./$-])cassette ([a-z]+)(?=[\s)\"']|$)(.*)")
@@ -67,7 +67,7 @@ class PluginOptions:
 
     def __init__(self) -> None:
         self.options: set[str] = set()
-        self.settings: set[str] = set()
+        self.settings: dict[str, object] = {}
 
     def getgroup(self, *args: object) -> PluginOptions:
         return self
@@ -75,8 +75,8 @@ class PluginOptions:
     def addoption(self, *names: str, **kwargs: object) -> None:
         self.options.update(names)
 
-    def addini(self, name: str, *args: object, **kwargs: object) -> None:
-        self.settings.add(name)
+    def addini(self, name: str, help: str, type: str | None = None, default: object = None) -> None:
+        self.settings[name] = default
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +99,34 @@ def test_every_pytest_option_in_the_docs_is_the_plugins(plugin):
 
 def test_every_pytest_setting_in_the_docs_is_the_plugins(plugin):
     listed = set(table_first_column(PAGES["docs/options.md"], "The pytest plugin"))
-    assert listed == plugin.settings
+    assert listed == set(plugin.settings)
     in_ini_blocks = set()
     for text in PAGES.values():
         for block in split(text)[1]:
             if block[0].strip().endswith("ini"):
                 in_ini_blocks.update(re.findall(r"^(cassette\w*)\s*=", "\n".join(block[1:]), re.MULTILINE))
-    assert in_ini_blocks - plugin.settings == set()
+    assert in_ini_blocks - set(plugin.settings) == set()
+
+
+def test_the_plugin_settings_defaults_in_the_docs_are_the_plugins(plugin):
+    shown = {}
+    for line in section(PAGES["docs/options.md"], "The pytest plugin").splitlines():
+        cells = line.split("|")[1:-1]
+        if len(cells) == 3:
+            for name in code_spans(cells[0]):
+                shown[name] = code_spans(cells[-1])
+    for name, default in plugin.settings.items():
+        if default is None:
+            continue  # a list setting with no default: the page says what an empty one means
+        if isinstance(default, bool):
+            values = [str(default).lower()]
+        elif isinstance(default, list):
+            values = [str(item) for item in default]
+        else:
+            values = [str(default)]
+        assert set(values) <= set(shown[name]), (
+            f"{name}: the plugin's default is {values}, the page shows {shown[name]}"
+        )
 
 
 def test_the_marker_arguments_in_the_docs_are_the_plugins():
