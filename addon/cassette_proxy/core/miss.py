@@ -158,7 +158,7 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
             for c in random
         ]
     if settings:
-        entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see README, The key)"]
+        entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see docs/key.md)"]
     entry["same_body"] = recorded["body"] == current["body"]
     return entry
 
