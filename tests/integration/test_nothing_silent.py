@@ -26,11 +26,11 @@ def test_a_record_run_that_recorded_nothing_says_why_and_fails_strict(tmp_path, 
     assert result.stdout.strip() == "echo: hi"  # the suite passed
     assert result.returncode == 1
     assert (
-        "cassette: warning: no request for a cassette host reached the proxy in this record run: nothing was "
+        "cassette: warning: no request for a controlled host reached the proxy in this record run: nothing was "
         "recorded or replayed." in result.stderr
     )
     assert f"OPENAI_BASE_URL={http_upstream.url}/v1 sends clients straight to a local server" in result.stderr
-    assert "--strict: failing the run for no request for a cassette host reached the proxy" in result.stderr
+    assert "--strict: failing the run for no request for a controlled host reached the proxy" in result.stderr
     assert not (tmp_path / "cassettes").exists()
 
 

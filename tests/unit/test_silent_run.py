@@ -36,7 +36,7 @@ def test_the_causes_the_environment_shows_are_named():
         "ANTHROPIC_BASE_URL": "https://api.anthropic.com",  # in scope: through the proxy, no cause
     }
     text = silent_run.warning(report, environ, DEFAULT_HOSTS, node_bypassed=True)
-    assert text.startswith("cassette: warning: no request for a cassette host reached the proxy in this replay run")
+    assert text.startswith("cassette: warning: no request for a controlled host reached the proxy in this replay run")
     assert "Node's fetch ignored the proxy" in text and "npm install --save-dev undici@6" in text
     assert "OLLAMA_HOST=http://localhost:11434 sends clients straight to a local server" in text
     assert "OPENAI_BASE_URL=https://gateway.example.com/v1 sends clients to gateway.example.com, outside" in text

@@ -23,7 +23,7 @@ BASE_URL_VARIABLES = sorted(
 )
 """Variables that send an SDK somewhere of their own: one pointing around the proxy explains a silent run."""
 
-STRICT_FAILURE = "no request for a cassette host reached the proxy"
+STRICT_FAILURE = "no request for a controlled host reached the proxy"
 
 
 def saw_nothing(report: Report) -> bool:
@@ -51,7 +51,7 @@ def warning(
     if not saw_nothing(report):
         return None
     what = "nothing was recorded or replayed" if report.mode != "replay" else "no request hit or missed a cassette"
-    lines = [f"cassette: warning: no request for a cassette host reached the proxy in this {report.mode} run: {what}."]
+    lines = [f"cassette: warning: no request for a controlled host reached the proxy in this {report.mode} run: {what}."]
     causes = []
     if node_bypassed:
         causes.append(
@@ -68,11 +68,11 @@ def warning(
             causes.append(f"{name}={value} sends clients straight to a local server (loopback stays in NO_PROXY): "
                           f"record it through a reverse route, e.g. `--reverse NAME={value}`")  # fmt: skip
         elif host not in scope:
-            causes.append(f"{name}={value} sends clients to {host}, outside the cassette hosts: add it ({hosts_flag})")
+            causes.append(f"{name}={value} sends clients to {host}, outside cassette_hosts: add it ({hosts_flag})")
     if report.passthrough_hosts:
         passed = ", ".join(f"{host} ({n})" for host, n in sorted(report.passthrough_hosts.items()))
         causes.append(
-            f"requests went to hosts outside the cassette hosts: {passed}; if one is your model API, add it ({hosts_flag})"
+            f"requests went to hosts outside cassette_hosts: {passed}; if one is your model API, add it ({hosts_flag})"
         )
     causes.append(
         "a client that ignores the proxy variables: httpx or requests built with trust_env=False or a proxy or "
