@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--allow-host", action="append", default=[], metavar="GLOB",
-        help="Host outside cassette_hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
+        help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
         "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
     )  # fmt: skip
     parser.add_argument(

@@ -51,7 +51,9 @@ def warning(
     if not saw_nothing(report):
         return None
     what = "nothing was recorded or replayed" if report.mode != "replay" else "no request hit or missed a cassette"
-    lines = [f"cassette: warning: no request for a controlled host reached the proxy in this {report.mode} run: {what}."]
+    lines = [
+        f"cassette: warning: no request for a controlled host reached the proxy in this {report.mode} run: {what}."
+    ]
     causes = []
     if node_bypassed:
         causes.append(
