@@ -69,8 +69,8 @@ def last_user_text(body: dict) -> str:
         if any("text" in part for part in parts):  # not a function response
             return " ".join(part.get("text", "") for part in parts)
     messages = body.get("messages") or (body["input"] if isinstance(body.get("input"), list) else [])
-    for message in reversed(messages):  # chat messages, or the Responses API's input items
-        if message.get("role") == "user":
+    for message in reversed(messages):  # chat messages, or the Responses API's input items (not embeddings' texts)
+        if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):
                 return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
