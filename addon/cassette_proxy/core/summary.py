@@ -8,6 +8,7 @@ a tool call, reasoning or a stream reads the same in all of them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .conversation import REFUSAL, THINKING, Answer, Conversation, Part, answer_of, conversation_from
@@ -35,6 +36,21 @@ def one_line(text: str, limit: int) -> str:
     """Whitespace folded to single spaces, cut to `limit` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fence(lines: list[str]) -> str:
+    """A Markdown code fence longer than any backtick run in the lines, so recorded content cannot break out of it."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def code_span(text: str) -> str:
+    """`text` on one line as an inline code span that no backtick in it can close, `|` escaped for a table cell."""
+    text = " ".join(text.split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}".replace("|", "\\|")
 
 
 def part_text(part: Part) -> str:
