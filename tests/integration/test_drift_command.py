@@ -123,8 +123,9 @@ def drift(tmp_path, upstream, monkeypatch, capsys):
     def run(folder: Path, *args: str) -> tuple[int, dict, str]:
         report, markdown = tmp_path / "drift.json", tmp_path / "drift.md"
         code = main(["drift", "--dir", str(folder), "--report", str(report), "--markdown", str(markdown), *args])
-        out = capsys.readouterr().out
-        for text in (out, report.read_text(), markdown.read_text()):
+        out, err = capsys.readouterr()
+        written = [path.read_text() for path in folder.rglob("*.json")]
+        for text in (out, err, report.read_text(), markdown.read_text(), *written):
             assert FAKE_OPENAI_KEY not in text and FAKE_ANTHROPIC_KEY not in text
         return code, json.loads(report.read_text()), out
 

@@ -4,10 +4,14 @@ re-recording where the scratch proxy would; tests/integration/test_drift_command
 
 from __future__ import annotations
 
+import argparse
 import json
+import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cassette_proxy.cli import drift, main
 from cassette_proxy.cli.drift import Budget, Job, Policy, check, glob_for_tests, plan
 from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps
@@ -17,7 +21,7 @@ from cassette_proxy.core.drift_report import EXIT_DRIFT, EXIT_UNCHECKED, DriftRe
 from cassette_proxy.core.hosts import HostScope
 from cassette_proxy.core.recipe import make_recipe, stored_key
 from cassette_proxy.launch.resend import Received, request_headers, retry_after
-from samples import chat
+from samples import cassette_path, chat, write
 
 OPENAI_KEY = "sk-fake-drift-DO-NOT-STORE-0123456789"
 ENV = {"OPENAI_API_KEY": OPENAI_KEY}
@@ -274,3 +278,66 @@ def test_markdown_keeps_recorded_content_inside_code_spans_and_fences():
     # The pipe escaped (the table keeps its four cells), the span's backticks outnumber the content's.
     assert row.endswith(" | ````text changed: similarity 0.10: +[\\| `x` <img src=y> ```]```` |")
     assert "\n````\ntext       text changed: similarity 0.10: +[| `x` <img src=y> ```]\n````\n" in markdown
+
+
+# -- selection and the command's own checks (nothing here starts a proxy) -----------------------------------------
+
+
+def args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    drift.register(parser.add_subparsers())
+    return parser.parse_args(["drift", *argv])
+
+
+PER_TEST = "tests/tests/test_app.py/TestChat.test_reply/api.openai.com/v1/chat/completions/{key}.json"
+
+
+@pytest.mark.parametrize(
+    ("argv", "recorded_at", "per_test", "chosen"),
+    [
+        ((), "", False, True),
+        (("api.openai.com/**",), "", False, True),
+        (("api.anthropic.com/**",), "", False, False),
+        (("--select-host", "*.openai.com"), "", False, True),
+        (("--select-host", "api.anthropic.com"), "", False, False),
+        (("--select-test", "tests/test_app.py::TestChat::test_*"), "", True, True),
+        (("--select-test", "tests/test_app.py::test_other"), "", True, False),
+        (("--select-test", "*test_reply*"), "", False, False),  # a shared cassette belongs to no test
+        (("--older-than", "30"), "2020-01-01T00:00:00+00:00", False, True),
+        (("--older-than", "30"), "2999-01-01T00:00:00+00:00", False, False),
+        (("--older-than", "30"), "not a date", False, True),  # an unknown age may be any age
+    ],
+)
+def test_selection(argv, recorded_at, per_test, chosen):
+    cassette = chat("hi", "hello", recorded_at=recorded_at)
+    relative = PER_TEST.format(key=cassette["key"]) if per_test else cassette_path(cassette)
+    assert drift.selected(args(*argv), relative, cassette, datetime.now(UTC)) is chosen
+
+
+def test_an_unreadable_cassette_is_listed_and_the_rest_is_read_oldest_first(tmp_path):
+    write(tmp_path, chat("newer", "a", recorded_at="2025-06-01T00:00:00+00:00"))
+    write(tmp_path, chat("older", "b", recorded_at="2024-06-01T00:00:00+00:00"))
+    (tmp_path / "api.openai.com" / "broken.json").write_text("{not json")
+    chosen, unreadable = drift.gather(args(), tmp_path)
+    assert [cassette["request"]["body"]["messages"][0]["content"] for _, _, cassette in chosen] == ["older", "newer"]
+    [broken] = unreadable
+    assert (broken.cassette, broken.outcome) == ("api.openai.com/broken.json", Outcome.ERROR)
+    assert broken.message.startswith("unreadable cassette:")
+
+
+def test_nothing_to_re_send_exits_3_without_starting_a_proxy(tmp_path, monkeypatch, capsys):
+    write(tmp_path, chat("hi", "hello"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr(drift, "recheck", lambda *a: pytest.fail("no request can be sent: no proxy to start"))
+    code = main(["drift", "--dir", str(tmp_path), "--mitmdump", shutil.which("true")])
+    out = capsys.readouterr().out
+    assert code == EXIT_UNCHECKED and "api.openai.com: no credentials: set OPENAI_API_KEY" in out
+
+
+def test_no_selected_cassette_and_a_report_inside_the_folder_are_usage_errors(tmp_path, capsys):
+    write(tmp_path, chat("hi", "hello"))
+    true = shutil.which("true")
+    assert main(["drift", "--dir", str(tmp_path), "--mitmdump", true, "nothing/**"]) == 2
+    assert "no cassette in" in capsys.readouterr().err
+    assert main(["drift", "--dir", str(tmp_path), "--mitmdump", true, "--report", str(tmp_path / "r.json")]) == 2
+    assert "inside the cassette folder" in capsys.readouterr().err
