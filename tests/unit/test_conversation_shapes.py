@@ -304,7 +304,10 @@ def test_anthropic_thinking_is_reasoning_not_text():
     reply = {"type": "message", "model": "claude-sonnet-4", "stop_reason": "end_turn", "content": [
         {"type": "thinking", "thinking": "Hmm.", "signature": "s"}, {"type": "text", "text": "Paris."}]}  # fmt: skip
     answer = conversation_of(cassette("https://api.anthropic.com/v1/messages", {"messages": []}, whole(reply))).answer
-    assert (answer.text, answer.reasoning) == ("Paris.", "Hmm.")
+    assert answer.text == "Paris." and [(p.name, p.text) for p in answer.parts] == [
+        ("thinking", "Hmm."),
+        ("", "Paris."),
+    ]
 
 
 def test_embeddings_inputs_and_vectors():

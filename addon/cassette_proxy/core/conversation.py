@@ -3,11 +3,12 @@
 The one reader of what a cassette says: `cassette view` renders what this
 returns, and `show`, `ls`, `diff` and `drift` read their fields from it
 (summary.py projects it onto a few fields a reviewer reads). It is pure (no
-mitmproxy, no I/O), so each API's shape is tested on its own. Request shapes differ enough that each
-API has its own reader; responses are read by one accumulator that knows every
-API's keys, whole or streamed, because a stream is the same fields cut into
-events. Stream bodies are cut with stream_events.py's splitter: one parser for the
-stored events. Anything unrecognised is kept as readable JSON, never an error.
+mitmproxy, no I/O), so each API's shape is tested on its own. Request shapes
+differ enough that each API has its own reader; responses are read by one
+accumulator that knows every API's keys, whole or streamed, because a stream
+is the same fields cut into events. Stream bodies are cut with
+stream_events.py's splitter: one parser for the stored events. Anything
+unrecognised is kept as readable JSON, never an error.
 """
 
 from __future__ import annotations
@@ -105,10 +106,6 @@ class Answer:
     @property
     def refusal(self) -> str:
         return "".join(part.text for part in self.parts if part.kind == "text" and part.name == REFUSAL)
-
-    @property
-    def reasoning(self) -> str:
-        return "".join(part.text for part in self.parts if part.kind == "text" and part.name == THINKING)
 
     @property
     def tool_calls(self) -> list[Part]:
