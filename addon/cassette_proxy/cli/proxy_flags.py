@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.defaults import DEFAULT_KEY_HEADERS, MITMDUMP_ARGS_VAR, MITMDUMP_VAR, MODES, default_dir
 from ..core.frameworks import PRESETS
+from ..core.hints import STARTERS
 from ..launch.launcher import (
     LauncherError,
     Settings,
@@ -30,12 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--report", help="Also keep the JSON run report at this path.")
     add_key_settings(parser)
-    parser.add_argument(
-        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
-        help="Framework presets to key with (cassette_frameworks), replacing the default of all: "
-        f"{', '.join(sorted(PRESETS))}. The values these frameworks make up on every run are keyed as placeholders; "
-        "--frameworks with no name turns them all off.",
-    )  # fmt: skip
     parser.add_argument(
         "--allow-host", action="append", default=[], metavar="GLOB",
         help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
@@ -83,7 +78,7 @@ def add_folder_and_hosts(parser: argparse.ArgumentParser) -> None:
 
 
 def add_key_settings(parser: argparse.ArgumentParser) -> None:
-    """The key settings (--ignore, --key-header, --ignore-value): also `cassette drift`'s."""
+    """The key settings (--ignore, --key-header, --ignore-value, --frameworks): also `cassette drift`'s."""
     parser.add_argument(
         "--ignore", action="append", default=[], metavar="PATH",
         help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
@@ -96,6 +91,12 @@ def add_key_settings(parser: argparse.ArgumentParser) -> None:
         "--ignore-value", action="append", default=[], metavar="REGEX",
         help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
         "values are keyed as numbered placeholders. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
+        help="Framework presets to key with (cassette_frameworks), replacing the default of all: "
+        f"{', '.join(sorted(PRESETS))}. The values these frameworks make up on every run are keyed as placeholders; "
+        "--frameworks with no name turns them all off.",
     )  # fmt: skip
 
 
@@ -131,10 +132,11 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore_values=args.ignore_value,
         frameworks=args.frameworks,
         allow_hosts=args.allow_host,
-        telemetry=args.telemetry,
-        telemetry_sinks=args.telemetry_sink,
+        telemetry=getattr(args, "telemetry", True),  # `cassette drift` takes neither: its proxy is its own
+        telemetry_sinks=getattr(args, "telemetry_sink", []),
         only_reverse=only_reverse,
-        started_by=getattr(args, "subcommand", "run"),  # `cassette run` or `cassette serve`
+        # How the user started it, for the proxy's hints: `cassette run` or `cassette serve` (drift never misses).
+        started_by=subcommand if (subcommand := getattr(args, "subcommand", "run")) in STARTERS else "run",
         proxy_ca_only=proxy_ca_only_by_default(mode, environ)
         if getattr(args, "proxy_ca_only", None) is None
         else args.proxy_ca_only,
