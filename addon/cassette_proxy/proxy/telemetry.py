@@ -18,7 +18,7 @@ from .state import FlowState
 
 
 class Telemetry:
-    def __init__(self, report: Report, lock: threading.Lock) -> None:
+    def __init__(self, report: Report, lock: threading.Condition) -> None:
         self.report = report
         self.lock = lock
         self.sinks = parse_sinks(True, [])
