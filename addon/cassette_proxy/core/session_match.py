@@ -176,12 +176,12 @@ def shape_of(url: str, frames: Sequence[Frame]) -> str:
 def miss_event(shape: str, message: str, details: dict, client_event_id: Any = None) -> dict:
     """The error message a client gets before the close: in its API's own shape.
 
-    OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown). Gemini Live
-    sends no error messages (it closes with a code and reason, which google-genai raises as its APIError):
-    a Google API error object, which the close that follows repeats in short.
+    OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown). Gemini Live:
+    a Google API error object (`code`, `status`, `message`), which google-genai raises as its ClientError for
+    a server message that is no LiveServerMessage; the close that follows says it in short.
     """
     if shape == GEMINI:
-        return {"error": {"code": 409, "status": "ABORTED", "message": message, "details": [details]}}
+        return {"code": 409, "status": "ABORTED", "message": message, "details": [details]}
     event = error_body("cassette_miss", message, param=None, event_id=client_event_id, **details)
     return {"event_id": "event_cassette_miss", **event}
 
