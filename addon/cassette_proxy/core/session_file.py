@@ -353,14 +353,20 @@ def _check_close(path: Path | str, close: Any) -> None:
         raise CassetteError(path, f"session.close.reason must be a string of at most {MAX_REASON_BYTES} bytes")
 
 
+def sidecar_of(path: Path, cassette: dict) -> Path | None:
+    """The sidecar file a session cassette names (beside it), or None."""
+    described = cassette.get("session", {}).get("sidecar")
+    return Path(path).parent / described["file"] if described else None
+
+
 def read_session(path: Path, cassette: dict, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> Session:
     """The session of a validated session cassette, its sidecar read and checked (inside `root`, at most
     `max_size` bytes, the size and SHA-256 the cassette names)."""
     session = cassette["session"]
     sidecar = b""
     described = session.get("sidecar")
-    if described is not None:
-        sidecar_path = Path(path).parent / described["file"]
+    sidecar_path = sidecar_of(path, cassette)
+    if sidecar_path is not None:
         try:
             sidecar = read_limited(sidecar_path, root, max_size)
         except FileNotFoundError:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ from mitmproxy import version as mitmproxy_version
 from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import DEFAULT_MAX_SIZE, dumps, load, new_cassette, stored_headers
+from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
 from ..core.key import parse_ignore_paths
 from ..core.report import Report
 from ..core.session_file import (
@@ -43,6 +41,7 @@ from ..core.session_file import (
     redact_frames,
     session_object,
     sidecar_name,
+    sidecar_of,
     stored_frames,
 )
 from ..core.session_match import DEFAULT_SESSION_IGNORE, MatchSettings, SessionScript, message_digest, shape_of
@@ -180,7 +179,15 @@ class Sessions:
                 self.report.hits += 1
                 self.report.used_by(rules.test, relative, "hits")
             elif outcome == "miss":
-                entry = {"key": target.key, "method": "GET", "url": url, "cassette": relative, "closest": []}
+                # The session is its own closest recording: `cassette view --report` shows the message's diff.
+                number = details["message_number"]
+                closest = [
+                    {
+                        "cassette": relative,
+                        "differences": [f"client message {number}: {d}" for d in details["differences"]],
+                    }
+                ]
+                entry = {"key": target.key, "method": "GET", "url": url, "cassette": relative, "closest": closest}
                 self.report.used_by(rules.test, relative)
                 self.report.missed({**entry, "test": rules.test, "scope": rules.scope, "session": details})
             else:
@@ -271,10 +278,12 @@ class Sessions:
             recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
             cassette = new_cassette(target.key, target.request, response, recorded_with, self.keyed_with)
             cassette = {**redact.redact(cassette, rules), "cassette_format": SESSION_FORMAT, "session": session}
+            replaced = _sidecar_in_use(target.path)
             if sidecar:
                 write_atomic(target.path.parent / sidecar_file, sidecar)
             write_atomic(target.path, dumps(cassette))
-            _remove_old_sidecars(target.path, sidecar_file)
+            if replaced is not None and replaced.name != sidecar_file:
+                replaced.unlink(missing_ok=True)
         except OSError as e:
             message = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(message)
@@ -331,16 +340,9 @@ class Sessions:
             self._written.wait_for(lambda: self.writing == 0, timeout=30)
 
 
-def _remove_old_sidecars(cassette: Path, keep: str) -> None:
-    """The sidecars an earlier recording of this cassette left (`<name>.<16 hex>.bin`), now unused."""
-    pattern = re.compile(re.escape(cassette.name.removesuffix(".json")) + r"\.[0-9a-f]{16}\.bin")
+def _sidecar_in_use(path: Path) -> Path | None:
+    """The sidecar the session cassette at `path` names now: a re-recording leaves it unused."""
     try:
-        names = os.listdir(cassette.parent)
-    except OSError:
-        return
-    for name in names:
-        if name != keep and pattern.fullmatch(name):
-            try:
-                os.unlink(cassette.parent / name)
-            except OSError:
-                continue
+        return sidecar_of(path, load(path))
+    except (OSError, CassetteError):
+        return None
