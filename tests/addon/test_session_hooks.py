@@ -10,9 +10,12 @@ import time
 
 import pytest
 from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.key import public_url
+from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionScript
 from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import SessionPlay, SessionServer
 from cassette_proxy.proxy.state import state_of
 from mitmproxy import connection, http, websocket
@@ -123,6 +126,16 @@ def test_an_upgrade_with_no_recording_misses_409_naming_what_changed(proxy):
     assert flow.response.status_code == 409
     assert "query model" in json.loads(flow.response.content)["error"]["message"]
     assert len(addon.report.misses) == 1
+
+
+def test_a_path_starting_with_two_slashes_keeps_its_first_segment():
+    """google-genai's Live URL is `wss://host//ws/…BidiGenerateContent`: `ws` is part of the path, not a host."""
+    request = upgrade(
+        "https://generativelanguage.googleapis.com//ws/x.v1.GenerativeService.BidiGenerateContent?a=1"
+    ).request
+    facts = request_facts(request, frozenset(), "generativelanguage.googleapis.com")
+    assert facts.path == "//ws/x.v1.GenerativeService.BidiGenerateContent"
+    assert facts_of({"method": "GET", "url": public_url(facts)}).path == facts.path  # as a stored request reads back
 
 
 def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_options) -> http.HTTPFlow:
