@@ -103,6 +103,12 @@ def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_let
         assert bool(data.server.error) is refused, (host, port)
 
 
+def test_a_session_ignore_path_that_can_never_match_stops_the_proxy_naming_the_option():
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_session_ignore"):
+        tctx.configure(addon, cassette_session_ignore=["item..id"])
+
+
 def test_a_plain_request_for_a_session_and_a_bare_101_are_refused_not_played(proxy):
     path = write_session(proxy.root, realtime_frames())
     proxy.configure(cassette_mode="replay")

@@ -353,9 +353,7 @@ class Cassette:
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         self.seal.configure(updated)
-        self.sessions.configure(
-            updated, self.recorder.keyed_with, self.recorder.redact_rules, self.root, opts.cassette_max_size
-        )
+        self.sessions.configure(updated, self.recorder.keyed_with, self.recorder.redact_rules)
         if "cassette_scope" in updated:
             if opts.cassette_scope not in SCOPES:
                 raise exceptions.OptionsError(

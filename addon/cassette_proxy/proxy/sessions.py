@@ -103,18 +103,21 @@ class Sessions:
         self.writing = 0
         self._written = threading.Condition()
 
-    def configure(
-        self, updated: set[str], keyed_with: dict, redact_rules: tuple[redact.Rule, ...], root: Path, max_size: int
-    ) -> None:
-        """`cassette_session_ignore`, validated here; the rest as the cassette addon parsed it."""
+    def configure(self, updated: set[str], keyed_with: dict, redact_rules: tuple[redact.Rule, ...]) -> None:
+        """`cassette_session_ignore` validated, the folder and size limit read (as the seal does, from the options:
+        a configure() may bring any subset); the key settings and redaction rules as the cassette addon parsed them."""
+        opts = ctx.options
         if "cassette_session_ignore" in updated:
-            spec = ctx.options.cassette_session_ignore
             try:
-                parse_ignore_paths(spec)
+                parse_ignore_paths(opts.cassette_session_ignore)
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_session_ignore: {e}") from None
-            self.session_ignore = tuple(p.strip() for p in spec)
-        self.keyed_with, self.redact_rules, self.root, self.max_size = keyed_with, redact_rules, root, max_size
+            self.session_ignore = tuple(p.strip() for p in opts.cassette_session_ignore)
+        if "cassette_dir" in updated:
+            self.root = Path(opts.cassette_dir).expanduser().resolve()
+        if "cassette_max_size" in updated:
+            self.max_size = opts.cassette_max_size
+        self.keyed_with, self.redact_rules = keyed_with, redact_rules
 
     def settings(self, rules: RequestRules) -> MatchSettings:
         return MatchSettings(tuple(rules.keys.ignore), tuple(rules.keys.values), self.session_ignore)
