@@ -131,8 +131,12 @@ def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
         assert "key=" not in json.loads(cassette_file.read_text())["request"]["url"]
 
 
-SUITE = "{python} {client} openai 'What is the weather?' --model gpt-realtime-mini && node {node} {text!r}"
-"""A suite with two realtime tests: the Python SDK over ws://, the npm SDK over wss://, both at OPENAI_BASE_URL."""
+SUITE = (
+    "{python} {client} openai 'What is the weather?' --model gpt-realtime-mini && node {node} {text!r}"
+    " && {python} {client} gemini 'Say hello'"
+)
+"""A suite with three realtime tests: the Python SDK over ws:// and the npm SDK over wss://, both at
+OPENAI_BASE_URL, and `websockets` over wss:// to Gemini Live through HTTPS_PROXY with the run's CA bundle."""
 
 
 def suite(text: str) -> list[str]:
@@ -143,28 +147,31 @@ def suite(text: str) -> list[str]:
 
 
 def test_reverse_route_sessions_replay_under_cassette_run_and_a_miss_fails_strict(tmp_path, realtime_upstream):
-    """`--reverse openai=…` gives OPENAI_BASE_URL; the Python SDK makes it ws://, the npm SDK wss://, both replay."""
+    """`--reverse openai=…` gives OPENAI_BASE_URL: the Python SDK makes it ws://, the npm SDK wss://; the forward
+    route (`HTTPS_PROXY`, the CA bundle `cassette run` wires) carries Gemini Live. All three replay."""
     env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(realtime_upstream)}
     reverse = ("--reverse", "openai=https://api.openai.com")
     recorded = cassette(
         "run", "--mode", "record", "--strict", *reverse, "--", *suite("Say hello"), cwd=tmp_path, env=env
     )
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-    assert "2 recorded" in recorded.stderr and "routes: forward 0, openai 2" in recorded.stderr
-    python_run, node_run = (json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines())
+    assert "3 recorded" in recorded.stderr and "routes: forward 1, openai 2" in recorded.stderr
+    python_run, node_run, gemini_run = (json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines())
+    assert gemini_run["closed"] is None and all(gemini_run["binary"])
     assert any(e["type"] == "response.function_call_arguments.done" for e in python_run["events"])
     assert node_run["closed"]["code"] == 1000
     realtime_upstream.stop()
 
     replayed = cassette("run", "--strict", *reverse, "--", *suite("Say hello"), cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-    assert "2 hits, 0 misses, 0 recorded, 0 upstream" in replayed.stderr
-    assert [json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines()] == [python_run, node_run]
+    assert "3 hits, 0 misses, 0 recorded, 0 upstream" in replayed.stderr
+    replayed_runs = [json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines()]
+    assert replayed_runs == [python_run, node_run, gemini_run]
 
     missed = cassette("run", "--strict", *reverse, "--", *suite("Say goodbye"), cwd=tmp_path, env=env)
     assert missed.returncode != 0  # the suite swallowed the error event; --strict does not
     assert (
-        "1 hits, 1 misses" in missed.stderr and "cassette: miss GET https://api.openai.com/v1/realtime" in missed.stderr
+        "2 hits, 1 misses" in missed.stderr and "cassette: miss GET https://api.openai.com/v1/realtime" in missed.stderr
     )
     node_missed = json.loads((tmp_path / "out.txt").read_text().splitlines()[1])
     assert node_missed["closed"]["code"] == 4409
