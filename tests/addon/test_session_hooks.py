@@ -136,9 +136,9 @@ def test_an_upgrade_with_no_recording_misses_409_naming_what_changed(proxy):
 
 def test_a_path_starting_with_two_slashes_keeps_its_first_segment():
     """google-genai's Live URL is `wss://host//ws/…BidiGenerateContent`: `ws` is part of the path, not a host."""
-    request = upgrade(
-        "https://generativelanguage.googleapis.com//ws/x.v1.GenerativeService.BidiGenerateContent?a=1"
-    ).request
+    request = upgrade("https://generativelanguage.googleapis.com/").request
+    # As the request line has it: `make` would parse the URL, and mitmproxy 12 reads `//ws` there as `////ws`.
+    request.path = "//ws/x.v1.GenerativeService.BidiGenerateContent?a=1"
     facts = request_facts(request, frozenset(), "generativelanguage.googleapis.com")
     assert facts.path == "//ws/x.v1.GenerativeService.BidiGenerateContent"
     assert facts_of({"method": "GET", "url": public_url(facts)}).path == facts.path  # as a stored request reads back
