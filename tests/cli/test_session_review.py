@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
@@ -175,3 +176,16 @@ def test_review_of_an_unreadable_session_says_why(tmp_path, capsys, target):
         assert "frames[0].ms must be a whole number" in capsys.readouterr().out
     else:
         assert "frames[0].ms must be a whole number" in detail(tmp_path, path.relative_to(tmp_path).as_posix())["error"]
+
+
+def test_drift_skips_a_session_and_says_why_instead_of_re_sending_its_upgrade():
+    from cassette_proxy.cli.drift import plan
+    from cassette_proxy.core.drift_report import Outcome, Result
+    from cassette_proxy.core.hosts import HostScope
+    from cassette_proxy.core.recipe import make_recipe
+    from session_samples import session_cassette
+
+    cassette, _, relative = session_cassette(realtime_frames())
+    result = plan((Path(relative), relative, cassette), make_recipe(), HostScope(["*"]), {"OPENAI_API_KEY": "k"}, [])
+    assert isinstance(result, Result) and result.outcome is Outcome.SKIPPED
+    assert "WebSocket session" in result.message
