@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import uuid
 
@@ -27,10 +28,18 @@ def test_the_record_hint_names_what_the_user_types(started_by, typed):
     assert "cassette_mode" not in message or started_by == "mitmdump"
 
 
+SEEDED = random.Random(23)
+"""Collected the same by every xdist worker (ids hold the values), yet as random-looking as a framework's."""
+
+
+def made_up_uuid() -> uuid.UUID:
+    return uuid.UUID(int=SEEDED.getrandbits(128), version=4)
+
+
 MADE_UP = [
-    (str(uuid.uuid4()), str(uuid.uuid4()), "a UUID"),
-    (f"agents-sdk:run:{uuid.uuid4().hex}", f"agents-sdk:run:{uuid.uuid4().hex}", "32 hex digits"),
-    ("trace_" + uuid.uuid4().hex, "trace_" + uuid.uuid4().hex, "32 hex digits"),
+    (str(made_up_uuid()), str(made_up_uuid()), "a UUID"),
+    (f"agents-sdk:run:{made_up_uuid().hex}", f"agents-sdk:run:{made_up_uuid().hex}", "32 hex digits"),
+    ("trace_" + made_up_uuid().hex, "trace_" + made_up_uuid().hex, "32 hex digits"),
     ("2025-03-01T10:00:00.123Z", "2026-11-29T20:07:02.456Z", "a timestamp"),
     ("2025-03-01T10:00:00+00:00", "2025-03-01T10:00:01+00:00", "a timestamp"),
     ("sess_Z3kP9qLm2XwR7tYb4NcV", "sess_Hq8Lr2Mn5PkW1sXz9BtD", "a random token of 20 characters"),
@@ -51,7 +60,7 @@ def test_a_made_up_value_gets_a_pattern_that_keys_both_alike(before, after, what
 @pytest.mark.parametrize(
     ("before", "after"),
     [("Say hello", "Say goodbye"), ("gpt-4o-mini-2024-07-18", "gpt-4o-2024-08-06"), ("call_abc", "call_abd"),
-     ("SummariseTheDocumentNow", "SummariseTheReportNow1"), (str(uuid.uuid4()), uuid.uuid4().hex)],
+     ("SummariseTheDocumentNow", "SummariseTheReportNow1"), (str(made_up_uuid()), made_up_uuid().hex)],
 )  # fmt: skip
 def test_real_changes_and_changed_shapes_are_not_called_made_up(before, after):
     assert common_shape(before, after) is None
@@ -81,8 +90,8 @@ def miss_message(tmp_path, body: dict, started_by: str) -> tuple[list[dict], str
 
 
 def test_a_miss_that_differs_only_in_a_made_up_value_gives_the_exact_flag(tmp_path):
-    recorded(tmp_path, {"metadata": {"request_id": str(uuid.uuid4())}, "created_at": 1712345678})
-    body = {"metadata": {"request_id": str(uuid.uuid4())}, "created_at": 1712349999}
+    recorded(tmp_path, {"metadata": {"request_id": str(made_up_uuid())}, "created_at": 1712345678})
+    body = {"metadata": {"request_id": str(made_up_uuid())}, "created_at": 1712349999}
     nearest, message = miss_message(tmp_path, body, "pytest")
     assert nearest[0]["random_values"] == [
         {"field": "created_at", "looks_like": "a Unix timestamp", "ignore": "created_at"},
@@ -102,17 +111,17 @@ def test_a_miss_that_differs_only_in_a_made_up_value_gives_the_exact_flag(tmp_pa
 
 
 def test_a_miss_with_a_real_change_beside_a_made_up_value_gives_no_such_hint(tmp_path):
-    recorded(tmp_path, {"metadata": {"request_id": str(uuid.uuid4())}})
-    body = {"metadata": {"request_id": str(uuid.uuid4())}, "temperature": 0}
+    recorded(tmp_path, {"metadata": {"request_id": str(made_up_uuid())}})
+    body = {"metadata": {"request_id": str(made_up_uuid())}, "temperature": 0}
     nearest, message = miss_message(tmp_path, body, "run")
     assert "random_values" not in nearest[0] and "look made up" not in message
 
 
 def test_a_value_a_preset_already_keys_is_no_difference_at_all(tmp_path):
-    recorded(tmp_path, {"prompt_cache_key": f"agents-sdk:run:{uuid.uuid4().hex}"})
-    current = request({"prompt_cache_key": f"agents-sdk:run:{uuid.uuid4().hex}"})
+    recorded(tmp_path, {"prompt_cache_key": f"agents-sdk:run:{made_up_uuid().hex}"})
+    current = request({"prompt_cache_key": f"agents-sdk:run:{made_up_uuid().hex}"})
     assert stored_identity(current, make_recipe())["body"]["json"]["prompt_cache_key"] == "agents-sdk:run:…#1"
-    nearest, message = miss_message(tmp_path, {"prompt_cache_key": f"agents-sdk:run:{uuid.uuid4().hex}"}, "run")
+    nearest, message = miss_message(tmp_path, {"prompt_cache_key": f"agents-sdk:run:{made_up_uuid().hex}"}, "run")
     assert nearest[0]["differences"] == [] and "is the same request as keyed now" in message
 
 
