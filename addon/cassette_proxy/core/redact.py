@@ -344,8 +344,17 @@ def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -
                 if changed is not value:
                     value, hinted = changed, _holds_hint(changed, hints)
         return value
+    # Numbers, booleans and null hold nothing to redact: not walked into (an event's `ms`, a usage count).
     if isinstance(value, dict):
-        return {name: redacted(item, (*path, name), rules) for name, item in value.items()}
+        return {
+            name: redacted(item, (*path, name), rules) if isinstance(item, _WALKED) else item
+            for name, item in value.items()
+        }
     if isinstance(value, list):
-        return [redacted(item, (*path, i), rules) for i, item in enumerate(value)]
+        return [
+            redacted(item, (*path, i), rules) if isinstance(item, _WALKED) else item for i, item in enumerate(value)
+        ]
     return value
+
+
+_WALKED = (str, dict, list)
