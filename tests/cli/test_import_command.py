@@ -168,7 +168,7 @@ def test_the_test_scope_files_pytest_recordings_layout_under_each_test(tmp_path,
     write_vcr(tmp_path / "tests" / "cassettes" / "test_chat" / "test_gone.yaml", "same prompt", "gone")
     code, out = run(capsys, "tests/cassettes", "--dir", "cassettes", "--scope", "test")
     assert code == 1  # test_gone's file names no test
-    assert "test scope: tests/test_chat.py defines no test_gone, which the file is named after" in out
+    assert "test scope: no test module in tests/test_chat.py defines test_gone, which the file is named after" in out
     names = sorted(p.relative_to(tmp_path / "cassettes").as_posix().split("/api.openai.com")[0]
                    for p in cassette_files(tmp_path / "cassettes"))  # fmt: skip
     assert names == ["tests/tests/test_chat.py/test_one", "tests/tests/test_chat.py/test_two"]

@@ -5,6 +5,7 @@ request shows, and each file's test found for the per-test scope."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -138,8 +139,9 @@ def test_what_cannot_be_rebuilt_is_skipped_with_the_reason_and_redacted_url_says
     assert "'llama-3.3-70b'" in outcomes[0].detail and "(pass --redacted-url)" in outcomes[0].detail
     assert "a GET request: only a POST body shows which endpoint it went to" in outcomes[1].detail
     url = "https://api.groq.com/openai/v1/chat/completions"
-    [given] = imported(interaction(unknown, b"{}"), folders=("tests",), redacted_url=url)
-    assert json.loads(given.data)["request"]["url"] == url and "URL from --redacted-url" in given.detail
+    given = imported(interaction(unknown, b"{}"), interaction(CHAT, b"{}"), folders=("tests",), redacted_url=url)
+    assert [json.loads(o.data)["request"]["url"] for o in given] == [url, "https://api.openai.com/v1/chat/completions"]
+    assert "URL from --redacted-url (neither its headers" in given[0].detail  # only where the request does not tell
 
 
 def test_a_multipart_upload_gets_its_content_type_back_from_its_boundary():
@@ -186,7 +188,52 @@ def test_each_layout_finds_its_test_module(tmp_path):
         "tests/integration/test_other.py::test_shared",  # both define it: VCR gave both that one file
         "tests/test_more.py::test_shared",
     ]
-    with pytest.raises(ValueError, match="no test module under tests/ defines test_gone"):
+    with pytest.raises(ValueError, match="no test module in tests/ defines test_gone"):
         modules.test_ids(tests / "cassettes" / "test_gone.yaml")
     with pytest.raises(ValueError, match="outside the working folder"):
         modules.test_ids(tmp_path.parent / "elsewhere.yaml")
+
+
+PARAMETRIZED = """
+import pytest
+
+
+@pytest.mark.default_cassette("test_web_search.yaml.gz")
+@pytest.mark.vcr
+@pytest.mark.parametrize("output_version", ["v0", "responses/v1"])
+def test_web_search(output_version):
+    pass
+
+
+class TestStandard(ChatModelIntegrationTests):
+    pass
+"""
+
+
+def test_collected_node_ids_give_every_parametrization_and_inherited_tests(tmp_path):
+    """langchain-openai's parametrized tests share the file their `default_cassette` names, and its standard
+    suites inherit their tests: only pytest's collection knows their node ids."""
+    (tmp_path / "tests" / "integration").mkdir(parents=True)
+    (tmp_path / "tests" / "integration" / "test_api.py").write_text(PARAMETRIZED)
+    collected = [
+        "tests/integration/test_api.py::test_web_search[v0]",
+        "tests/integration/test_api.py::test_web_search[responses/v1]",
+        "tests/integration/test_api.py::TestStandard::test_stream[model1]",
+        "tests/integration/test_api.py::TestStandard::test_stream[responses/v1]",
+        "",
+        "4 tests collected in 0.12s",
+    ]
+    shared = tmp_path / "tests" / "cassettes" / "test_web_search.yaml.gz"
+    assert TestModules(tmp_path).test_ids(shared) == ["tests/integration/test_api.py::test_web_search"]
+    modules = TestModules(tmp_path, collected)
+    assert modules.test_ids(shared) == [
+        "tests/integration/test_api.py::test_web_search[responses/v1]",
+        "tests/integration/test_api.py::test_web_search[v0]",
+    ]
+    one = tmp_path / "tests" / "cassettes" / "TestStandard.test_stream[responses-v1].yaml.gz"  # `/` spelled `-`
+    assert modules.test_ids(one) == ["tests/integration/test_api.py::TestStandard::test_stream[responses/v1]"]
+    gone = tmp_path / "tests" / "cassettes" / "TestStandard.test_removed.yaml.gz"
+    with pytest.raises(
+        ValueError, match=re.escape("no collected test is tests/integration/test_api.py::TestStandard::test_removed")
+    ):
+        modules.test_ids(gone)

@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"cassette import: no such file or folder: {', '.join(missing)}")
         return 2
+    if args.node_ids and not args.node_ids.is_file():
+        print(f"cassette import: --node-ids {args.node_ids}: no such file (write it with pytest --collect-only -q)")
+        return 2
     root = args.dir.expanduser().resolve()
     if root.exists() and not root.is_dir():
         print(f"cassette import: --dir {args.dir} exists and is not a folder")
@@ -103,7 +106,7 @@ def _read_files(
 ) -> tuple[list[importer.RecordingFile], list[str], list[str]]:
     """The recordings found, the problems of files that should have been recordings, and of those that need not."""
     files, unreadable, ignored = [], [], []
-    modules = TestModules(Path.cwd()) if settings.scope == "test" else None
+    modules = TestModules(Path.cwd(), args.node_ids.read_text().splitlines() if args.node_ids else None)
     for path, argument in importer.recording_files(args.paths, exclude=root):
         name, named = display_name(path, argument), path == argument
         try:
@@ -122,7 +125,7 @@ def _read_files(
             unreadable.append(f"{name}: could not be read ({type(e).__name__}: {e}): a bug, please report it")
             continue
         test_ids, problem = (), ""
-        if modules is not None:
+        if settings.scope == "test":
             try:
                 test_ids = tuple(modules.test_ids(path))
             except ValueError as e:
@@ -215,9 +218,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run from the folder pytest runs in); shared (default): one folder for all",
     )  # fmt: skip
     parser.add_argument(
+        "--node-ids", type=Path, metavar="FILE",
+        help="with --scope test: the suite's node ids, one a line (pytest --collect-only -q > FILE), so that a file "
+        "named without parameters goes to every parametrization of its test, and inherited tests are found",
+    )  # fmt: skip
+    parser.add_argument(
         "--redacted-url", metavar="URL",
-        help="where every request whose URI the recording redacted (**REDACTED**) went, when it cannot be rebuilt "
-        "from the request (https://api.groq.com/openai/v1/chat/completions)",
+        help="where a request whose URI the recording redacted (**REDACTED**) went when the request does not show it "
+        "(its provider or endpoint unknown, a GET): https://api.groq.com/openai/v1/chat/completions",
     )  # fmt: skip
     parser.add_argument(
         "--redacted-header", action="append", default=[], metavar="NAME=VALUE",

@@ -6,7 +6,7 @@ URL, a replay needs the content type (an SDK reads a JSON answer sent without `a
 so both are rebuilt from what the request still shows: the provider from the header names the SDK sent
 (values are gone, names stay), the package folder the file lives in (`langchain_anthropic-1.7.10/tests/…`)
 or the model the body names; the endpoint from the body's shape (`messages`, `input`, `prompt`). Where that
-cannot be done, the entry is skipped with the reason, and `--redacted-url` says the URL for those files.
+cannot be done, the entry is skipped with the reason, and `--redacted-url` says the URL for those entries.
 """
 
 from __future__ import annotations
@@ -121,7 +121,8 @@ class Rebuild:
     """What the user said about redacted recordings."""
 
     url: str | None = None
-    """`--redacted-url`: where every request with a redacted URI went, instead of the guess."""
+    """`--redacted-url`: where a request with a redacted URI went when the request does not tell (a GET of an
+    image, a multipart upload, a provider no header, folder or model names)."""
     header_values: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """`--redacted-header NAME=VALUE`: the value a redacted key header had (lower-case names)."""
 
@@ -135,23 +136,15 @@ def unredacted(
     if not url_redacted and not any(is_redacted(v) for _, v in (*recorded.request_headers, *recorded.response_headers)):
         return recorded, ""
     note, url = "", recorded.url
-    is_json, body = parse_json_body(recorded.request_body)
-    if url_redacted and rebuild.url:
-        url, note = rebuild.url, "URL from --redacted-url"
-    elif url_redacted:
+    if url_redacted:
         try:
-            if recorded.method.upper() != "POST":
-                raise ValueError(
-                    f"a {recorded.method.upper()} request: only a POST body shows which endpoint it went to"
-                )
-            if not is_json or not isinstance(body, dict):
-                raise ValueError("its body is not a JSON object, so its shape names no endpoint")
-            model = str(body.get("model") or "")
-            provider, told = provider_of((name for name, _ in recorded.request_headers), folders, model)
-            url = provider.base + endpoint_of(provider.style, body)
+            url, note = _rebuilt_url(recorded, folders)
         except ValueError as e:
-            return Unusable(recorded.source, f"its URI was redacted and cannot be rebuilt: {e} (pass --redacted-url)")
-        note = f"URL rebuilt: {provider.names[0]} from {told}, the endpoint from the body"
+            if not rebuild.url:
+                return Unusable(
+                    recorded.source, f"its URI was redacted and cannot be rebuilt: {e} (pass --redacted-url)"
+                )
+            url, note = rebuild.url, f"URL from --redacted-url ({e})"
     request_headers = []
     wanted = set(key_headers)
     for name, value in recorded.request_headers:
@@ -175,6 +168,18 @@ def unredacted(
         recorded, url=url, request_headers=tuple(request_headers), response_headers=tuple(response_headers)
     )
     return rebuilt, note
+
+
+def _rebuilt_url(recorded: Recorded, folders: Sequence[str]) -> tuple[str, str]:
+    """The URL a redacted request went to, and how it was told; ValueError saying why it cannot be."""
+    if recorded.method.upper() != "POST":
+        raise ValueError(f"a {recorded.method.upper()} request: only a POST body shows which endpoint it went to")
+    is_json, body = parse_json_body(recorded.request_body)
+    if not is_json or not isinstance(body, dict):
+        raise ValueError("its body is not a JSON object, so its shape names no endpoint")
+    provider, told = provider_of((name for name, _ in recorded.request_headers), folders, str(body.get("model") or ""))
+    url = provider.base + endpoint_of(provider.style, body)
+    return url, f"URL rebuilt: {provider.names[0]} from {told}, the endpoint from the body"
 
 
 def _redacted_type(recorded: Recorded) -> bool:
