@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..core import importer
@@ -37,17 +38,15 @@ _LABELS = {
 LEFT_OUT = (importer.COLLIDED, importer.SKIPPED, importer.INVALID)
 
 
-def display_name(path: Path, argument: Path) -> str:
-    """The path as the summary and `imported_from` show it: relative to the working folder when inside it, else
-    from the PATH argument's own name down (`cassettes/test_mod/test_a.yaml`), so a re-import from the same
-    place writes the same bytes, two tests' files never share a name, and no home folder leaks into a cassette."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        pass
-    if argument == path:
-        return path.name
-    return (Path(argument.resolve().name) / path.resolve().relative_to(argument.resolve())).as_posix()
+def display_name(path: Path, argument: Path, cwd: Path) -> str:
+    """The path (resolved) as the summary and `imported_from` show it: relative to the working folder `cwd`
+    (resolved) when inside it, else from the PATH argument's own name down (`cassettes/test_mod/test_a.yaml`),
+    so a re-import from the same place writes the same bytes, two tests' files never share a name, and no home
+    folder leaks into a cassette."""
+    if path.is_relative_to(cwd):
+        return path.relative_to(cwd).as_posix()
+    real = argument.resolve()
+    return path.name if path == real else (Path(real.name) / path.relative_to(real)).as_posix()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,11 +76,17 @@ def run(args: argparse.Namespace) -> int:
     if root.exists() and not root.is_dir():
         print(f"cassette import: --dir {args.dir} exists and is not a folder")
         return 2
-    files, unreadable, ignored = _read_files(args, settings, root)
-    outcomes = importer.plan(files, settings, root, replace=args.replace)
-    if not args.dry_run:
+    files: list[str] = []
+    unreadable: list[str] = []
+    ignored: list[str] = []
+    planned = importer.outcomes(
+        _read_files(args, settings, root, files, unreadable, ignored), settings, root, args.replace
+    )
+    if args.dry_run:
+        outcomes = list(planned)
+    else:
         try:
-            importer.write(outcomes, root)
+            outcomes = importer.write(planned, root)
         except OSError as e:
             print(f"cassette import: could not write into {args.dir}: {e.strerror or e}")
             return 2
@@ -102,17 +107,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_files(
-    args: argparse.Namespace, settings: importer.ImportSettings, root: Path
-) -> tuple[list[importer.RecordingFile], list[str], list[str]]:
-    """The recordings found, the problems of files that should have been recordings, and of those that need not."""
-    files, unreadable, ignored = [], [], []
-    modules = TestModules(Path.cwd(), args.node_ids.read_text().splitlines() if args.node_ids else None)
+    args: argparse.Namespace,
+    settings: importer.ImportSettings,
+    root: Path,
+    files: list[str],
+    unreadable: list[str],
+    ignored: list[str],
+) -> Iterator[importer.RecordingFile]:
+    """The recordings found, one by one as they are read (their names kept in `files`); the problems of files
+    that should have been recordings go to `unreadable`, of those that need not to `ignored`."""
+    cwd = Path.cwd().resolve()
+    modules = TestModules(cwd, args.node_ids.read_text().splitlines() if args.node_ids else None)
     for path, argument in importer.recording_files(args.paths, exclude=root):
-        name, named = display_name(path, argument), path == argument
+        name, named = display_name(path, argument, cwd), not argument.is_dir()
         try:
-            kind, entries = read_recording(
-                read_limited(path.absolute(), None, MAX_RECORDING_BYTES), name, args.source_format
-            )
+            kind, entries = read_recording(read_limited(path, None, MAX_RECORDING_BYTES), name, args.source_format)
         except (OSError, CassetteError, UnreadableRecording) as e:
             problem = f"{name}: {e.problem}" if isinstance(e, CassetteError) else str(e)
             if isinstance(e, OSError):
@@ -130,12 +139,12 @@ def _read_files(
                 test_ids = tuple(modules.test_ids(path))
             except ValueError as e:
                 problem = str(e)
-        folders = tuple(folder.name for folder in path.resolve().parents if folder.name)
-        files.append(importer.RecordingFile(name, kind, entries, folders, test_ids, problem))
-    return files, unreadable, ignored
+        folders = tuple(folder.name for folder in path.parents if folder.name)
+        files.append(name)
+        yield importer.RecordingFile(name, kind, entries, folders, test_ids, problem)
 
 
-def _print_summary(args: argparse.Namespace, files: list, unreadable: list[str], outcomes: list) -> None:
+def _print_summary(args: argparse.Namespace, files: list[str], unreadable: list[str], outcomes: list) -> None:
     counts = Counter(o.action for o in outcomes)
     parts = [f"{counts[action]} {_LABELS[action].lower()}" for action in _LABELS if counts[action]]
     print(
@@ -156,7 +165,7 @@ def _print_summary(args: argparse.Namespace, files: list, unreadable: list[str],
             f"cassette import: {left_out} interaction(s) and {len(unreadable)} file(s) not imported (the lines in "
             "capitals say why); check what was: cassette ls, then replay the suite with cassette run --strict"
         )
-    if not LIBYAML and any(f.name.lower().removesuffix(".gz").endswith((".yaml", ".yml")) for f in files):
+    if not LIBYAML and any(name.lower().removesuffix(".gz").endswith((".yaml", ".yml")) for name in files):
         print(
             "cassette import: note: this PyYAML has no libyaml, so YAML was read by the pure-Python loader (about "
             "20x slower); PyYAML's wheels ship libyaml: pip install --force-reinstall --only-binary pyyaml pyyaml"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -404,8 +404,15 @@ class RecordingFile:
     """Why the test scope cannot place it (no test module defines its name)."""
 
 
-def plan(files: Sequence[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False) -> list[Outcome]:
-    """What importing these files into `root` does, entry by entry; writes nothing.
+def plan(files: Iterable[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False) -> list[Outcome]:
+    """What importing these files into `root` does, entry by entry (`outcomes`, all at once); writes nothing."""
+    return list(outcomes(files, settings, root, replace))
+
+
+def outcomes(
+    files: Iterable[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False
+) -> Iterator[Outcome]:
+    """What importing these files into `root` does, entry by entry, file after file as they come; writes nothing.
 
     Within one file, the n-th interaction with the same key becomes the n-th of a sequence
     (`<key>.json`, `<key>.2.json`, … as `cassette_repeats=sequence` stores them); trailing ones
@@ -416,7 +423,6 @@ def plan(files: Sequence[RecordingFile], settings: ImportSettings, root: Path, r
     answer (kept, unless `replace`). A file an earlier import of the same source wrote is that source's
     to update.
     """
-    outcomes: list[Outcome] = []
     planned: dict[str, tuple[str, dict]] = {}
     for recording in files:
         origin = f"{recording.format}: {recording.name}"
@@ -428,17 +434,16 @@ def plan(files: Sequence[RecordingFile], settings: ImportSettings, root: Path, r
         tests: Sequence[str | None] = recording.test_ids if settings.scope == "test" else (None,)
         for entry in converted:
             if isinstance(entry, Unusable):
-                outcomes.append(Outcome(INVALID if entry.invalid else SKIPPED, entry.source, entry.reason))
+                yield Outcome(INVALID if entry.invalid else SKIPPED, entry.source, entry.reason)
             elif settings.scope == "test" and recording.scope_problem:
-                outcomes.append(Outcome(SKIPPED, entry.source, f"test scope: {recording.scope_problem}"))
+                yield Outcome(SKIPPED, entry.source, f"test scope: {recording.scope_problem}")
             elif places[id(entry)] is None:
                 detail = "the same answer as the one before it: replay repeats it"
-                outcomes += [Outcome(REPEAT, entry.source, detail) for _ in tests]
+                yield from (Outcome(REPEAT, entry.source, detail) for _ in tests)
             else:
                 for test in tests:
                     relative = scoped_name(places[id(entry)], test, settings.scope)
-                    outcomes.append(_place(entry, relative, planned, root, replace, settings.scope))
-    return outcomes
+                    yield _place(entry, relative, planned, root, replace, settings.scope)
 
 
 def _converted(
@@ -521,17 +526,25 @@ def _place(
     )
 
 
-WRITERS = 16
+WRITERS = 4
 """Cassettes written at once: each atomic write waits on its fsync, and the disk takes several together
-(writing langchain-openai's 183 cassettes one by one took longer than everything else the import does)."""
+(writing langchain-openai's 183 cassettes one by one took longer than everything else the import does); more
+threads only contend with the conversion for the interpreter."""
 
 
-def write(outcomes: Iterable[Outcome], root: Path) -> None:
-    """Write every cassette the outcomes carry, atomically; raises the first OSError once all are tried."""
-    writes = [(root / o.relative, o.data) for o in outcomes if o.data is not None]
+def write(planned: Iterable[Outcome], root: Path) -> list[Outcome]:
+    """Write every cassette the outcomes carry, atomically, as they come (`outcomes` is lazy: the disk's waits
+    overlap the reading and converting of the next files); the outcomes. Raises the first OSError once every
+    write was tried."""
+    done, writes = [], []
     with ThreadPoolExecutor(WRITERS) as pool:
-        for done in [pool.submit(write_atomic, path, data) for path, data in writes]:
-            done.result()
+        for outcome in planned:
+            done.append(outcome)
+            if outcome.data is not None:
+                writes.append(pool.submit(write_atomic, root / outcome.relative, outcome.data))
+        for future in writes:
+            future.result()
+    return done
 
 
 def is_recording_name(name: str) -> bool:
@@ -541,19 +554,19 @@ def is_recording_name(name: str) -> bool:
 
 def recording_files(paths: Iterable[Path], exclude: Path | None = None) -> list[tuple[Path, Path]]:
     """(file, the PATH argument that found it) for the files named and the candidate files under the folders
-    named (pytest-recording keeps `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents
-    sorted. Files under `exclude` (the cassette folder being written) are not candidates: they are cassettes;
-    nor is a symlink in a folder that leads out of it (a pull request's link to a file elsewhere on the machine)."""
+    named (pytest-recording keeps `tests/cassettes/<module>/<test>.yaml`), each once and resolved, folders'
+    contents sorted. Files under `exclude` (the cassette folder being written) are not candidates: they are
+    cassettes; nor is a symlink in a folder that leads out of it (a pull request's link to a file elsewhere)."""
     found: dict[Path, Path] = {}
     for path in paths:
-        if not path.is_dir():
-            found[path] = path
-            continue
         real = path.resolve()
+        if not path.is_dir():
+            found.setdefault(real, path)
+            continue
         for candidate in sorted(path.rglob("*")):
             if not candidate.is_file() or not is_recording_name(candidate.name):
                 continue
             resolved = candidate.resolve()
             if resolved.is_relative_to(real) and not (exclude is not None and resolved.is_relative_to(exclude)):
-                found.setdefault(candidate, path)
+                found.setdefault(resolved, path)
     return list(found.items())

@@ -374,8 +374,9 @@ def _vcr_headers(headers: Any) -> tuple[tuple[str, str], ...]:
         return ()
     pairs = []
     for name, values in headers.items():
+        name = name if type(name) is str else str(name)
         for value in values if isinstance(values, list | tuple) else [values]:
-            pairs.append((str(name), str(value)))
+            pairs.append((name, value if type(value) is str else str(value)))
     return tuple(pairs)
 
 

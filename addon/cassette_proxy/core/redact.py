@@ -339,7 +339,7 @@ def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -
         hints = _hints_of(rules)
         hinted = _holds_hint(value, hints)
         for rule in rules:
-            if rule.applies_to(path) and (hinted or not rule.hints):
+            if (hinted or not rule.hints) and rule.applies_to(path):
                 changed = rule.apply(value)
                 if changed is not value:
                     value, hinted = changed, _holds_hint(changed, hints)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .key import parse_json_body
 from .recording_formats import Recorded, Unusable
@@ -136,9 +137,10 @@ def unredacted(
     if not url_redacted and not any(is_redacted(v) for _, v in (*recorded.request_headers, *recorded.response_headers)):
         return recorded, ""
     note, url = "", recorded.url
+    request_json = parse_json_body(recorded.request_body)  # once: the URL and the content type both read it
     if url_redacted:
         try:
-            url, note = _rebuilt_url(recorded, folders)
+            url, note = _rebuilt_url(recorded, request_json, folders)
         except ValueError as e:
             if not rebuild.url:
                 return Unusable(
@@ -159,10 +161,14 @@ def unredacted(
                 f"its key header {lower} was redacted, and the key needs its value: pass --redacted-header "
                 f"{lower}=VALUE when every such request sent the same value, else record it again through the proxy",
             )
-    request_headers = _with_content_type(request_headers, _request_content_type(recorded.request_body), url_redacted)
+    request_headers = _with_content_type(
+        request_headers, lambda: _request_content_type(recorded.request_body, request_json[0]), url_redacted
+    )
     response_headers = [(name, value) for name, value in recorded.response_headers if not is_redacted(value)]
     response_headers = _with_content_type(
-        response_headers, _response_content_type(recorded.response_body), url_redacted or _redacted_type(recorded)
+        response_headers,
+        lambda: _response_content_type(recorded.response_body),
+        url_redacted or _redacted_type(recorded),
     )
     rebuilt = dataclasses.replace(
         recorded, url=url, request_headers=tuple(request_headers), response_headers=tuple(response_headers)
@@ -170,11 +176,11 @@ def unredacted(
     return rebuilt, note
 
 
-def _rebuilt_url(recorded: Recorded, folders: Sequence[str]) -> tuple[str, str]:
+def _rebuilt_url(recorded: Recorded, request_json: tuple[bool, Any], folders: Sequence[str]) -> tuple[str, str]:
     """The URL a redacted request went to, and how it was told; ValueError saying why it cannot be."""
     if recorded.method.upper() != "POST":
         raise ValueError(f"a {recorded.method.upper()} request: only a POST body shows which endpoint it went to")
-    is_json, body = parse_json_body(recorded.request_body)
+    is_json, body = request_json
     if not is_json or not isinstance(body, dict):
         raise ValueError("its body is not a JSON object, so its shape names no endpoint")
     provider, told = provider_of((name for name, _ in recorded.request_headers), folders, str(body.get("model") or ""))
@@ -186,20 +192,23 @@ def _redacted_type(recorded: Recorded) -> bool:
     return any(name.lower() == "content-type" and is_redacted(v) for name, v in recorded.response_headers)
 
 
-def _with_content_type(headers: list[tuple[str, str]], rebuilt: str | None, wanted: bool) -> list[tuple[str, str]]:
+def _with_content_type(
+    headers: list[tuple[str, str]], rebuilt: Callable[[], str | None], wanted: bool
+) -> list[tuple[str, str]]:
     """The headers with a content type rebuilt from the body when theirs is gone (redacted, or left out by a
     recording that redacted the URI too: langchain-openai's Codex cassettes keep no content-type)."""
-    if not wanted or rebuilt is None or any(name.lower() == "content-type" for name, _ in headers):
+    if not wanted or any(name.lower() == "content-type" for name, _ in headers):
         return headers
-    return [*headers, ("content-type", rebuilt)]
+    content_type = rebuilt()
+    return headers if content_type is None else [*headers, ("content-type", content_type)]
 
 
 _BOUNDARY = re.compile(rb"--([0-9A-Za-z'()+_,./:=?-]{1,70})\r\n")
 
 
-def _request_content_type(body: bytes) -> str | None:
+def _request_content_type(body: bytes, is_json: bool) -> str | None:
     """JSON, or a multipart form whose boundary is its first line: what SDKs send."""
-    if parse_json_body(body)[0]:
+    if is_json:
         return "application/json"
     boundary = _BOUNDARY.match(body)
     return f"multipart/form-data; boundary={boundary.group(1).decode()}" if boundary else None

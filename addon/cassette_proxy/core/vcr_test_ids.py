@@ -90,8 +90,8 @@ class TestModules:
         self._modules: dict[Path, list[Path]] = {}
 
     def test_ids(self, path: Path) -> list[str]:
-        """The node ids of the tests this cassette file belongs to, sorted; ValueError saying why there are none."""
-        path = path.resolve()
+        """The node ids of the tests this cassette file (its resolved path) belongs to, sorted; ValueError saying why
+        there are none."""
         if not path.is_relative_to(self.rootdir):
             raise ValueError(
                 f"it is outside the working folder {self.rootdir}: run the import from the folder pytest runs in, "
@@ -117,17 +117,13 @@ class TestModules:
             searched = folder.parent if folder != self.rootdir else folder
             modules = self._modules_under(searched)
             where = f"{searched.relative_to(self.rootdir).as_posix() or '.'}/"
-        stem = _stem(path.name)
-        named = [
-            _Owner(m, *self._parsed_module(m).named[stem], None)
-            for m in modules
-            if stem in self._parsed_module(m).named
-        ]
+        stem, wanted = _stem(path.name), class_name or function
+        parsed = [(m, self._parsed_module(m)) for m in modules]
+        named = [_Owner(m, *module.named[stem], None) for m, module in parsed if stem in module.named]
         if named:
             return named
-        wanted = class_name or function
-        defining = [m for m in modules if wanted in self._parsed_module(m).names]
-        defining = [m for m in defining if self._parsed_module(m).mentions_vcr] or defining
+        candidates = [(m, module.mentions_vcr) for m, module in parsed if wanted in module.names]
+        defining = [m for m, vcr in candidates if vcr] or [m for m, _ in candidates]
         if not defining:
             raise ValueError(f"no test module in {where} defines {wanted}, which the file is named after")
         return [_Owner(m, class_name, function, bracket + params) for m in defining]
