@@ -12,14 +12,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.defaults import default_dir
 from ..core.diff import differences
-from ..core.summary import RequestSummary, ResponseSummary, one_line, summarize_request, summarize_response
+from ..core.summary import RequestSummary, ResponseSummary, fence, one_line, summarize_request, summarize_response
 
 BEHAVIOUR = ("status", "model", "finish_reason", "content")
 INLINE = 100
@@ -164,12 +163,6 @@ def render_text(rev: str, entries: list[Entry]) -> str:
     for entry in entries:
         out += ["", f"{entry.kind:<12}{entry.path}", *(f"    {line}" for line in details(entry))]
     return "\n".join(out)
-
-
-def fence(lines: list[str]) -> str:
-    """A code fence longer than any backtick run in the lines, so recorded content cannot break out of it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)
 
 
 def render_markdown(rev: str, entries: list[Entry]) -> str:
