@@ -27,6 +27,7 @@ from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
 from ..core.key import identity, key_of
 from ..core.location import cassette_files, relative_name, repeat_path
 from ..core.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
+from ..core.session_file import is_session
 from ..launch.launcher import LauncherError
 
 _NAME = re.compile(r"^([0-9a-f]{32})(?:\.([1-9][0-9]*))?\.json$")
@@ -120,7 +121,7 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
     target = base / repeat_path(first, int(match.group(2) or 1))
     updated = {
         **cassette,
-        "cassette_format": FORMAT_VERSION,
+        "cassette_format": cassette["cassette_format"] if is_session(cassette) else FORMAT_VERSION,
         "key": key,
         "keyed_with": target_recipe.to_json(),
     }

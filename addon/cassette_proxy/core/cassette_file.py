@@ -25,8 +25,10 @@ from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
 """2 adds `keyed_with` (the settings the key was computed under) and a multipart request's `content_type`."""
-READABLE_VERSIONS = (1, 2)
-"""A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over."""
+READABLE_VERSIONS = (1, 2, 3)
+"""A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over.
+3 is a WebSocket session (session_file.py), the only kind written as 3, so that a proxy that predates sessions
+refuses one instead of answering its 101 with nothing behind it."""
 
 DROPPED_HEADERS = (
     CREDENTIAL_HEADERS
@@ -308,6 +310,13 @@ def parse(path: Path | str, raw: bytes) -> dict:
     for side in ("request", "response"):
         _check_headers(path, side, cassette[side].get("headers", {}))
         _check_body(path, side, cassette[side])
+    if version == 3 or status == 101 or "session" in cassette:
+        if "session" not in cassette:
+            problem = f"response.status {status} or cassette_format 3 without a recorded session: nothing to replay"
+            raise CassetteError(path, f"{problem}; delete the file and record the session again")
+        from .session_file import check_session  # it builds on this module
+
+        check_session(path, cassette)
     return cassette
 
 

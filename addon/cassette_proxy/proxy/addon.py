@@ -40,13 +40,14 @@ from ..core.defaults import (
     REPLAY_TIMING_VAR,
 )
 from ..core.hosts import HostScope, is_loopback
-from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
+from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host, public_url
 from ..core.location import relative_name
 from ..core.miss import ClosestSearch
 from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
+from ..core.session_match import DEFAULT_SESSION_IGNORE
 from ..core.stream_events import stream_kind
 from ..core.token_exchange import parse_endpoints, placeholder
 from .control_channel import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
@@ -58,6 +59,7 @@ from .replay import DEFAULT_PRELOAD, REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable, parse_route_names
 from .seal import Seal
 from .sequence import Sequencer
+from .sessions import Sessions, SessionTarget, is_upgrade
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
 from .timed_replay import parse_replay_timing
@@ -90,6 +92,8 @@ class Cassette:
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
+        self.sessions = Sessions(self.report, self.lock)
+        """WebSocket sessions, recorded and replayed (sessions.py); driven from the hooks like the guard."""
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -160,6 +164,13 @@ class Cassette:
             [],
             "Volatile values by shape: regular expressions (or presets: pydantic-ai) whose matches inside any JSON "
             "string value are keyed as numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids.",
+        )
+        loader.add_option(
+            "cassette_session_ignore",
+            Sequence[str],
+            list(DEFAULT_SESSION_IGNORE),
+            "Fields of a WebSocket session's client messages left out of matching, as cassette_ignore paths (which "
+            "apply too); by default event_id, the id OpenAI Realtime clients make up for each event.",
         )
         loader.add_option(
             "cassette_record_statuses",
@@ -342,6 +353,7 @@ class Cassette:
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         self.seal.configure(updated)
+        self.sessions.configure(updated, self.recorder.keyed_with, self.recorder.redact_rules)
         if "cassette_scope" in updated:
             if opts.cassette_scope not in SCOPES:
                 raise exceptions.OptionsError(
@@ -394,7 +406,14 @@ class Cassette:
                 f"cassette: preloaded {loaded} cassettes ({keys} request keys) in {time.monotonic() - began:.2f} s"
             )
 
+    async def websocket_end(self, flow: http.HTTPFlow) -> None:
+        try:
+            await self.sessions.ended(flow)
+        except Exception as e:
+            self.sessions.failed(flow, e)
+
     def done(self) -> None:
+        self.sessions.done()
         self.replayer.stop_preload()
         if self.preloading is not None:
             self.preloading.cancel()
@@ -455,6 +474,11 @@ class Cassette:
         path = self.root_prefix + relative
         if mode != "update":
             try:
+                if is_upgrade(flow.request) and await self.sessions.replay(
+                    flow, state, SessionTarget(key, path, relative, public_url(facts)), rules, self.replayer.speed
+                ):
+                    self.seal.exempt.add(self.sessions.address)
+                    return
                 replay = await self.replayer.load(path)
             except (OSError, CassetteError) as e:
                 self._answer_unusable_cassette(flow, state, path, e)
@@ -601,6 +625,9 @@ class Cassette:
             state = state_of(flow)
             if state is None or state.target is None or flow.response is None or state.recorder is not None:
                 return  # nothing to save here; a stream is saved by its recorder
+            if flow.response.status_code == 101:  # a WebSocket session follows: recorded as one, never as a 101
+                self.sessions.upgraded(flow, state, self.control.rules)
+                return
             writing = self.recorder.save_whole(flow, state.target)
             if writing and (failure := await writing):
                 flow.response.headers["x-cassette-error"] = failure
