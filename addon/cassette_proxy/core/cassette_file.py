@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import aws_eventstream
-from .fast_json import encoder
+from .fast_json import encoder, indented
 from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
@@ -159,6 +159,8 @@ def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     try:
         if indent is None:
             return _compact_utf8(value).encode("utf-8")
+        if indent == 2:
+            return indented(value).encode("utf-8")  # json.dumps(indent=2) in half the time: every cassette written
         return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, indent=indent).encode("ascii")
