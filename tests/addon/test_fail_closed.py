@@ -65,6 +65,15 @@ def test_a_bug_in_the_request_hook_answers_500_and_forwards_nothing(proxy, mode)
     assert addon.report.strict_failures() == ["1 errors"]
 
 
+@pytest.mark.parametrize("host", ["exfil.localhost", "db", "localhost.localdomain"])
+def test_a_name_that_only_looks_local_is_refused_offline_in_replay(proxy, host):
+    flow = chat_flow(host)
+    addon = proxy(flow)
+    assert flow.response.status_code == 403
+    assert error_of(flow)["type"] == "cassette_offline"
+    assert [entry["host"] for entry in addon.report.offline] == [host]
+
+
 def test_an_out_of_scope_host_is_refused_offline_in_replay(proxy):
     flow = chat_flow("api.cerebras.example")
     addon = proxy(flow)
@@ -130,6 +139,9 @@ def seal():
         ("203.0.113.7", "api.anthropic.com", "replay", True),  # the name the TLS handshake would use counts too
         ("api.cerebras.example", None, "replay", True),
         ("127.0.0.1", None, "replay", False),
+        ("localhost", None, "replay", False),
+        ("exfil.localhost", None, "replay", True),  # a name resolves wherever its resolver says
+        ("127.0.0.1", "exfil.localhost", "replay", True),
         ("api.openai.com", None, "record", False),
         ("api.openai.com", None, "off", False),
     ],
