@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import time
 from collections.abc import Sequence
@@ -44,6 +43,7 @@ from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts
 from ..core.location import relative_name
 from ..core.miss import ClosestSearch
 from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
+from ..core.printable import logger
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
@@ -63,7 +63,7 @@ from .stream_recorder import StreamRecorder
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 RULE_OPTIONS = frozenset(
     {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}

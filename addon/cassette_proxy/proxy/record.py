@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,11 +33,12 @@ from ..core.cassette_file import (
     stored_headers,
     text_fields,
 )
+from ..core.printable import logger
 from ..core.record_statuses import is_client_error
 from ..core.report import Report
 from .stream_recorder import StreamRecorder
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 @dataclass

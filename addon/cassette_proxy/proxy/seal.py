@@ -14,15 +14,15 @@ Both hooks fail closed: an error inside them refuses the connection.
 from __future__ import annotations
 
 import ipaddress
-import logging
 from collections.abc import Sequence
 
 from mitmproxy import connection, ctx, exceptions
 from mitmproxy.proxy import server_hooks
 
 from ..core.hosts import HostScope, is_loopback
+from ..core.printable import logger
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 def parse_networks(specs: Sequence[str]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
