@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -44,6 +45,47 @@ def test_serves_on_loopback_with_a_strict_policy_and_refuses_writes(served):
     assert page.headers["x-content-type-options"] == "nosniff"
     for method in ("POST", "PUT", "DELETE"):
         assert httpx.request(method, url + "api/index", timeout=10).status_code == 405
+
+
+def raw_get(url: str, head: str) -> tuple[int, bytes]:
+    """The status and body of a request written byte for byte (`head`: request line and headers), as a browser
+    page under DNS rebinding or a cross-origin script would send it."""
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.replace("PORT", str(port)).encode() + b"Connection: close\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: localhost:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://127.0.0.1:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: same-origin\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: attacker.example\r\n", 421),  # DNS rebinding
+        ("GET /api/index HTTP/1.1\r\nHost: attacker.example:PORT\r\n", 421),
+        ("GET / HTTP/1.1\r\nHost: attacker.example:PORT\r\n", 421),
+        ("GET /api/cassette?id=x.json HTTP/1.1\r\nHost: 127.0.0.2:PORT\r\n", 421),
+        ("GET /api/index HTTP/1.0\r\n", 421),  # no Host at all
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nHost: attacker.example\r\n", 421),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://attacker.example\r\n", 403),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: null\r\n", 403),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: cross-site\r\n", 403),
+        ("POST /api/index HTTP/1.1\r\nHost: attacker.example\r\nContent-Length: 0\r\n", 421),
+    ],
+)
+def test_the_served_viewer_answers_only_requests_for_its_own_origin(served, head, status):
+    url, _ = served
+    got, body = raw_get(url, head)
+    assert got == status, body
+    assert (b"first prompt" in body) is (status == 200)
+    if status == 421:
+        assert b"answers only requests for http://127.0.0.1:" in body
 
 
 def test_a_cassette_id_outside_the_folder_is_not_found(served, tmp_path):

@@ -376,6 +376,8 @@ class ViewState:
     index: Index
     served_page: Page | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    hosts: frozenset[str] = frozenset()
+    """The `Host` values that name this server (`127.0.0.1:PORT`, `localhost:PORT`): any other is refused."""
 
     def reports(self) -> list[tuple[Path, dict]]:
         """Re-read on every index request: a report written by a run still going is picked up."""
@@ -397,6 +399,8 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
             pass  # a page load is dozens of requests; the terminal shows the URL and errors only
 
         def do_GET(self) -> None:
+            if self._foreign():
+                return
             url = urlsplit(self.path)
             query = parse_qs(url.query)
             if url.path == "/":
@@ -420,7 +424,34 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
                 self._json({"error": f"no such page: {url.path}"}, HTTPStatus.NOT_FOUND)
 
         def _refuse(self) -> None:
-            self._json({"error": "cassette view is read-only"}, HTTPStatus.METHOD_NOT_ALLOWED)
+            if not self._foreign():
+                self._json({"error": "cassette view is read-only"}, HTTPStatus.METHOD_NOT_ALLOWED)
+
+        def _foreign(self) -> bool:
+            """Refuse (and say so) a request not addressed to this server's own origin.
+
+            The server listens on 127.0.0.1 only, but a web page in the developer's
+            browser can still reach it: by DNS rebinding (its own name resolving to
+            127.0.0.1, so `Host` is that name) or by a cross-origin request (`Origin`
+            and `Sec-Fetch-Site` say so). Either would read every recorded prompt.
+            """
+            own = sorted(state.hosts)[0] if state.hosts else "127.0.0.1"
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) != 1 or hosts[0].strip().lower() not in state.hosts:
+                shown = ", ".join(repr(h) for h in hosts) or "none"
+                problem = f"this server answers only requests for http://{own}/ (Host was {shown}); open that address"
+                self._json({"error": problem}, HTTPStatus.MISDIRECTED_REQUEST)
+                return True
+            origin, site = self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site")
+            if origin is not None and origin.strip().lower() not in {f"http://{host}" for host in state.hosts}:
+                self._json({"error": f"cross-origin requests are refused (Origin {origin!r})"}, HTTPStatus.FORBIDDEN)
+                return True
+            if site is not None and site.strip().lower() not in ("same-origin", "none"):
+                self._json(
+                    {"error": f"cross-site requests are refused (Sec-Fetch-Site {site!r})"}, HTTPStatus.FORBIDDEN
+                )
+                return True
+            return False
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
 
@@ -450,7 +481,9 @@ def serve(state: ViewState, port: int, open_browser: bool) -> int:
         print(f"cassette view: cannot listen on 127.0.0.1:{port}: {e.strerror or e} (pick another --port, or 0)")
         return 2
     server.daemon_threads = True
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    port = server.server_address[1]
+    state.hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+    url = f"http://127.0.0.1:{port}/"
     state.index.refresh_in_background(wait=0)  # start reading before the first page load
     print(f"cassette view: serving {state.root} at {url} (read-only; Ctrl-C to stop)", flush=True)
 
