@@ -88,21 +88,22 @@ def test_the_served_viewer_answers_only_requests_for_its_own_origin(served, head
         assert b"answers only requests for http://127.0.0.1:" in body
 
 
-def test_a_cassette_id_outside_the_folder_is_not_found(served, tmp_path):
+def test_a_cassette_id_outside_the_folder_is_not_found_and_a_link_out_is_refused_with_its_reason(served, tmp_path):
     url, folder = served
     assert len(httpx.get(url + "api/index", timeout=10).json()["cassettes"]) == 2
-    (tmp_path / "secret.json").write_text('{"secret": "outside the folder"}')
+    (tmp_path / "secret.json").write_text('{"secret": "not-for-the-viewer"}')
     (folder / "link.json").symlink_to(tmp_path / "secret.json")
-    for bad in ("../secret.json", "/etc/passwd", "link.json", "api.openai.com/../../secret.json", "nope.json"):
+    for bad in ("../secret.json", "/etc/passwd", "api.openai.com/../../secret.json", "nope.json"):
         reply = httpx.get(url + "api/cassette", params={"id": bad}, timeout=10)
         assert reply.status_code == 404, bad
-        assert "outside the folder" not in reply.text
-    [one] = [
-        c["id"]
-        for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]
-        if "first" in c.get("last_user", "")
-    ]
-    assert "link.json" not in [c["id"] for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]]
+        assert "not-for-the-viewer" not in reply.text
+    index = httpx.get(url + "api/index", timeout=10)
+    [one] = [c["id"] for c in index.json()["cassettes"] if "first" in c.get("last_user", "")]
+    [link] = [c for c in index.json()["cassettes"] if c["id"] == "link.json"]
+    assert "outside the cassette folder" in link["error"]  # listed, and refused with the reason
+    refused = httpx.get(url + "api/cassette", params={"id": "link.json"}, timeout=10)
+    assert "outside the cassette folder" in refused.json()["error"] and "raw" not in refused.json()
+    assert "not-for-the-viewer" not in index.text + refused.text
     detail = httpx.get(url + "api/cassette", params={"id": one}, timeout=10).json()
     assert detail["conversation"]["answer"]["text"] == "first answer"
 
@@ -112,7 +113,7 @@ def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
     write(tmp_path, chat("two", "b"))
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
     index = view.Index(tmp_path)
     assert [s["last_user"] for s in index.summaries()] == sorted(
         ["one", "two"], key=lambda t: cassette_path(chat(t, ""))
@@ -136,11 +137,11 @@ def test_a_request_during_a_long_first_read_gets_what_is_ready_and_how_many_are_
     first_read, release = threading.Event(), threading.Event()
     real_load = load
 
-    def slow_load(path):
+    def slow_load(path, root):
         if first_read.is_set():
             release.wait(30)  # the second file's read takes "long": until the test releases it
         first_read.set()
-        return real_load(path)
+        return real_load(path, root)
 
     monkeypatch.setattr(view, "load", slow_load)
     index = view.Index(tmp_path)
@@ -161,7 +162,7 @@ def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path,
     first = view.Index(folder, cache).summaries()
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
     assert view.Index(folder, cache).summaries() == first
     assert loads == []  # a new run read no cassette
     cache.write_text("{broken")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load
+from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
 from ..core.key import identity, key_of
 from ..core.location import cassette_files, relative_name, repeat_path
@@ -143,7 +143,7 @@ def apply(root: Path, result: Plan, dry_run: bool = False) -> list[str]:
         targets.add(target)
         kept = next((entry for entry in group if entry.source == target), group[0])
         data = dumps(kept.cassette)
-        old = (root / target).read_bytes() if target in sources else None
+        old = read_limited(root / target, root) if target in sources else None
         if old != data:
             if not dry_run:
                 write_atomic(root / target, data)

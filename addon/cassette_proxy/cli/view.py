@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import CassetteError, load
+from ..core.cassette_file import CassetteError, load, parse, read_limited
 from ..core.conversation import conversation_of, first_line
 from ..core.defaults import default_dir
 from ..core.diff import ABSENT, changes
@@ -54,13 +54,20 @@ def cassette_ids(root: Path) -> dict[str, os.stat_result]:
                         continue
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
-                    elif entry.name.endswith(".json") and entry.is_file():
-                        if entry.is_symlink() and resolve_id(root, prefix + entry.name) is None:
-                            continue  # a link out of the folder: nothing outside it is shown
-                        found[prefix + entry.name] = entry.stat()
+                    elif entry.name.endswith(".json") and not entry.is_dir():
+                        # A symlink out of the folder, a fifo: listed, and refused by the read with the reason.
+                        found[prefix + entry.name] = _stat(entry)
         except OSError:
             continue
     return found
+
+
+def _stat(entry: os.DirEntry) -> os.stat_result:
+    """The entry's target's stat (a change to the file a symlink names is seen), its own for a broken link."""
+    try:
+        return entry.stat()
+    except OSError:
+        return entry.stat(follow_symlinks=False)
 
 
 def summary_of(cassette_id: str, cassette: dict, size: int) -> dict:
@@ -91,16 +98,13 @@ def unreadable_summary(cassette_id: str, problem: str, size: int) -> dict:
 
 
 def resolve_id(root: Path, cassette_id: str) -> Path | None:
-    """The file a cassette id names, only if it is a cassette inside the folder (no `..`, no symlink out)."""
+    """The entry a cassette id names under the folder (no `..`, no absolute path), or None; what it holds is checked
+    by the read (`cassette_file.read_limited`: inside the folder, a regular file, size-bounded), which says why not."""
     relative = PurePosixPath(cassette_id)
     if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".json" or "\\" in cassette_id:
         return None
     path = root / relative
-    try:
-        inside = path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        return None
-    return path if inside and path.is_file() else None
+    return path if os.path.lexists(path) and not path.is_dir() else None
 
 
 SUMMARY_FORMAT = 1
@@ -183,7 +187,7 @@ class Index:
 
     def _read(self, cassette_id: str, size: int) -> dict:
         try:
-            return summary_of(cassette_id, load(self.root / cassette_id), size)
+            return summary_of(cassette_id, load(self.root / cassette_id, self.root), size)
         except (OSError, CassetteError) as e:
             return unreadable_summary(cassette_id, str(e), size)
 
@@ -219,12 +223,15 @@ def detail(root: Path, cassette_id: str) -> dict:
     """One cassette in full: its conversation and its raw JSON; an unreadable file says why."""
     path = root / cassette_id
     try:
-        raw_text = path.read_text(encoding="utf-8", errors="replace")
+        raw = read_limited(path, root)  # the proxy's checks: nothing outside the folder, nothing unbounded
+    except CassetteError as e:
+        return {"id": cassette_id, "error": str(e)}
     except OSError as e:
         return {"id": cassette_id, "error": f"cannot read {cassette_id}: {e.strerror or e}"}
+    raw_text = raw.decode("utf-8", errors="replace")
     try:
-        cassette = load(path)
-    except (OSError, CassetteError) as e:
+        cassette = parse(path, raw)
+    except CassetteError as e:
         return {"id": cassette_id, "error": str(e), "raw": raw_text}
     request = cassette["request"]
     return {
@@ -277,7 +284,7 @@ def miss_view(root: Path, miss: dict) -> dict:
         path = resolve_id(root, entry["cassette"])
         if path is not None and "body" in miss:
             try:
-                recorded = load(path)["request"].get("body")
+                recorded = load(path, root)["request"].get("body")
             except (OSError, CassetteError):
                 recorded = None
             else:

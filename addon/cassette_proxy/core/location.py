@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from pathlib import Path, PurePosixPath
 
@@ -66,5 +67,18 @@ def repeat_path(first: str, n: int) -> str:
 
 
 def cassette_files(root: Path) -> list[Path]:
-    """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
-    return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))
+    """Every entry named like a cassette (`*.json`) under a folder, sorted, for the commands to read.
+
+    Folders are walked without following symlinks, so a listing (and `prune
+    --delete`) never leaves the folder; hidden names are skipped (temp files of an
+    interrupted write, `.name.tmp`; the proxy never writes a hidden folder). Entries
+    that are not regular files (a symlink, a fifo, a device) are listed all the
+    same: reading goes through `cassette_file.load` or `read_limited` with the
+    folder, which refuses them with the reason, so a command reports them instead
+    of skipping them in silence.
+    """
+    found = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [Path(folder, name) for name in names if name.endswith(".json") and not name.startswith(".")]
+    return sorted(found)
