@@ -25,7 +25,7 @@ from ..core.atomic_write import write_atomic
 from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
 from ..core.key import identity, key_of
-from ..core.location import cassette_files, relative_name, repeat_path
+from ..core.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
 from ..core.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
 from ..launch.launcher import LauncherError
 
@@ -112,12 +112,13 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
         )
     facts = facts_of(cassette["request"])
     key = key_of(identity(facts, target_recipe.key_headers, target_recipe.paths, target_recipe.patterns))
-    first = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
-    endpoint, folder = first.rsplit("/", 1)[0], relative.parent.as_posix()
-    if folder != endpoint and not folder.endswith(f"/{endpoint}"):
+    endpoint, folder = endpoint_dir(facts.scheme, facts.host, facts.port, facts.path), relative.parent.as_posix()
+    # As recorded: the endpoint folder, or its short form for a name too long to store (location.short_name).
+    stored = next((f for f in (endpoint, short_endpoint(endpoint)) if folder == f or folder.endswith(f"/{f}")), None)
+    if stored is None:
         raise ValueError(f"is not in the folder its request URL names ({endpoint}/)")
-    base = PurePosixPath(folder[: len(folder) - len(endpoint)])
-    target = base / repeat_path(first, int(match.group(2) or 1))
+    base = PurePosixPath(folder[: len(folder) - len(stored)])
+    target = base / repeat_path(f"{stored}/{key}.json", int(match.group(2) or 1))
     updated = {
         **cassette,
         "cassette_format": FORMAT_VERSION,

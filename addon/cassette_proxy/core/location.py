@@ -38,6 +38,34 @@ def _segment(text: str) -> str:
     return safe or "_"
 
 
+MAX_NAME = 3000
+"""The longest relative cassette name stored as it is, in bytes (every name is ASCII: `_segment` makes it so).
+
+Linux refuses a path of 4096 bytes or more (PATH_MAX; the hit path opens the
+whole path), so a longer name is shortened (`short_name`). The limit is on the
+relative name alone, not on the folder plus the name, so the same request maps to
+the same file on every machine, whatever the cassette folder's own path; 3000
+leaves over 1000 bytes for that folder and a repeat suffix (`.2`). Shorter names
+are unchanged, so existing cassettes keep their paths."""
+
+SHORT_PREFIX = 160
+"""Characters of an endpoint folder kept, readable, in front of the hash when the whole name is too long."""
+
+
+def short_endpoint(endpoint: str) -> str:
+    """An endpoint folder (`endpoint_dir`) too long to store: its first SHORT_PREFIX characters, `--`, and 32 hex
+    characters of the SHA-256 of the whole, so that distinct endpoints stay distinct; each segment fits NAME_MAX."""
+    digest = hashlib.sha256(endpoint.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{endpoint[:SHORT_PREFIX].rstrip('/')}--{digest}"
+
+
+def short_name(name: str) -> str:
+    """`name` (`relative_name`'s `<endpoint>/<key>.json`) with its endpoint folder shortened: where a request is
+    stored when its name, scoped to a test or not, is over MAX_NAME bytes."""
+    endpoint, file = name.rsplit("/", 1)
+    return f"{short_endpoint(endpoint)}/{file}"
+
+
 def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
     """Where the cassette of a request lives, relative to the cassette folder."""
     return PurePosixPath(relative_name(scheme, host, port, path, key))

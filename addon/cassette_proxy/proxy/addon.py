@@ -40,7 +40,7 @@ from ..core.defaults import (
 )
 from ..core.hosts import HostScope, is_loopback
 from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
-from ..core.location import relative_name
+from ..core.location import MAX_NAME, relative_name, short_name
 from ..core.miss import ClosestSearch
 from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
 from ..core.printable import logger
@@ -447,9 +447,10 @@ class Cassette:
             return
         facts = request_facts(flow.request, self.read_headers, host)
         key = rules.keys.key(facts)
-        relative = scoped_name(
-            relative_name(facts.scheme, facts.host, facts.port, facts.path, key), rules.test, rules.scope
-        )
+        name = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
+        relative = scoped_name(name, rules.test, rules.scope)
+        if len(relative) > MAX_NAME:  # too long for the file system: a readable prefix and a hash (location.py)
+            relative = scoped_name(short_name(name), rules.test, rules.scope)
         if rules.repeats == "sequence":
             relative = self.sequencer.next(key, relative, self.root_prefix, mode == "replay", rules.test)
         path = self.root_prefix + relative
@@ -562,11 +563,13 @@ class Cassette:
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
-        message = f"cassette unusable: {error}. Fix or delete the file, then run again."
+        # The path once: an OSError's own text repeats it (`[Errno 13] Permission denied: '<path>'`).
+        problem = f"{path}: {error.strerror}" if isinstance(error, OSError) and error.strerror else str(error)
+        message = f"cassette unusable: {problem}. Fix or delete the file, then run again."
         flow.response = error_response(500, "cassette_invalid", message, cassette=path)
         state.outcome = "error"
         with self.lock:
-            self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": str(error)})
+            self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": problem})
         log.error(message)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
