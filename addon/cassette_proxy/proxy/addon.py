@@ -410,13 +410,19 @@ class Cassette:
     def server_connect(self, data) -> None:
         self.seal.server_connect(data)
 
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        self.seal.http_connect(flow)
+
     async def request(self, flow: http.HTTPFlow) -> None:
+        self.seal.request(flow)
         if flow.response or flow.error or not flow.live:
             return
         try:
             await self._request(flow)
         except Exception as e:
             self.own_error(flow, "request", e)
+        finally:
+            self.seal.request(flow)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
         state = new_state(flow)
