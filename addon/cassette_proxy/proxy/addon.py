@@ -47,6 +47,7 @@ from ..core.printable import logger
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
+from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker, key_in_worker
 from ..core.stream_events import stream_kind
 from ..core.token_exchange import parse_endpoints, placeholder
 from .control_channel import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
@@ -257,6 +258,7 @@ class Cassette:
         if "cassette_redact" in updated:
             try:
                 self.redact_rules = self.recorder.redact_rules = redact.parse_rules(opts.cassette_redact)
+                self.redact_specs = self.recorder.redact_specs = list(opts.cassette_redact)  # a worker's copy
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_redact: {e}") from None
         if "cassette_repeats" in updated:
@@ -452,7 +454,8 @@ class Cassette:
                 self.report.passed_through(host)
             return
         facts = request_facts(flow.request, self.read_headers, host)
-        key = rules.keys.key(facts)
+        big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
+        key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
         name = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
         relative = scoped_name(name, rules.test, rules.scope)
         if len(relative) > MAX_NAME:  # too long for the file system: a readable prefix and a hash (location.py)
@@ -484,10 +487,11 @@ class Cassette:
             key=key,
             path=Path(path),
             relative=relative,
-            request=stored_request(facts, self.key_headers),
+            request=stored_request(facts._replace(body=b"") if big else facts, self.key_headers),
             existed=os.path.exists(path),
             test=rules.test,
             statuses=rules.statuses,
+            big_request=facts if big else None,
         )
         state.outcome = "forwarded"
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
@@ -551,19 +555,27 @@ class Cassette:
         facts: RequestFacts,
         rules: RequestRules,
     ) -> None:
-        request = stored_request(facts, self.key_headers)
-        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
-        request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
-        # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
-        nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
+        if len(facts.body) >= BIG_REQUEST_BYTES:  # parsed, redacted and compared by a worker process
+            request = stored_request(facts._replace(body=b""), self.key_headers)
+            nearest = await closest_in_worker(
+                facts, self.key_headers, self.redact_specs, self.recipe_options, path.parent, self.root
+            )
+        else:
+            request = stored_request(facts, self.key_headers)
+            # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+            request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
+            # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
+            nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
         error = miss.miss_body(key, method, url, relative, rules.mode, nearest, rules.scope, rules.test)
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
-        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
+        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side
+        # (not a big body's: the report would hold megabytes; its closest recordings still name the differences).
         entry = {"key": key, "method": method, "url": url, "cassette": relative, "closest": nearest}
+        body = {} if len(facts.body) >= BIG_REQUEST_BYTES else {"body": request["body"]}
         with self.lock:
-            self.report.missed({**entry, "test": rules.test, "scope": rules.scope, "body": request["body"]})
+            self.report.missed({**entry, "test": rules.test, "scope": rules.scope, **body})
         in_test = f" in test {rules.test}" if rules.test else ""
         log.warning(f"cassette miss: {method} {url} key={key} (would be {relative}){in_test}")
 
