@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from cassette_proxy.cli import main
+from cassette_proxy.cli import main, view
 from samples import cassette_path, chat, write
 
 
@@ -118,5 +118,27 @@ def test_diff_names_a_cassette_that_is_not_json_and_reviews_the_rest(repo, capsy
     rerecord(repo, "Say hi", "hi")
     code, out = diff(capsys)
     assert code == 1  # a reviewer must look at it
-    assert out.splitlines()[0] == "0 new, 0 removed, 1 re-recorded (0 with a behaviour change), 1 refused against HEAD"
-    assert "refused     cassettes/broken.json\n    not read: cassettes/broken.json: invalid JSON" in out
+    assert (
+        out.splitlines()[0] == "0 new, 0 removed, 1 re-recorded (0 with a behaviour change), 1 unreadable against HEAD"
+    )
+    assert "unreadable  cassettes/broken.json\n    not read: cassettes/broken.json: invalid JSON" in out
+
+
+def refused(prompt: str, refusal: str) -> dict:
+    cassette = chat(prompt, "")
+    cassette["response"]["body"]["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": refusal}
+    return cassette
+
+
+def test_a_refusal_reads_the_same_in_show_view_and_diff(repo, capsys):
+    path = write(repo, refused("Say hi", "I can't help with that."))
+    git(repo.parent, "commit", "-qam", "a refusal")
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("content:\n  [refusal] I can't help with that.") and "(no text)" not in out
+    [entry] = [e for e in view.Index(repo).summaries() if e["last_user"] == "Say hi"]
+    assert entry["answer"] == "I can't help with that."
+    write(repo, refused("Say hi", "I won't do that."))
+    code, out = diff(capsys)
+    assert code == 1  # a different refusal is a behaviour change, not "other fields"
+    assert 'content: "[refusal] I can\'t help with that." → "[refusal] I won\'t do that."' in out

@@ -314,7 +314,7 @@ def test_streamed_summary():
 def test_a_pytest_recording_suite_switches_to_the_proxy_with_its_recordings(
     pytester, https_upstream, start_proxy, client_env, monkeypatch, capsys
 ):
-    """The README's before and after, really run: pytest-recording records, `cassette import` converts, the
+    """The before and after of docs/import.md, really run: pytest-recording records, `cassette import` converts, the
     same tests without the decorator replay through the plugin's proxy, nothing reaching the API."""
     client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
     pytester.makepyfile(test_summary=BEFORE.format(key=FAKE_OPENAI_KEY))

@@ -88,7 +88,7 @@ def test_request_paths_cannot_leave_the_cassette_folder(start_proxy, http_upstre
 
 
 def test_secrets_never_reach_cassettes_reports_or_logs(start_proxy, upstream, cassette_dir):
-    # flow_detail=0: mitmdump's own per-flow lines print each URL as sent, `?key=` included (see README, Guarantees).
+    # flow_detail=0: mitmdump's own per-flow lines print each URL as sent, `?key=` included (see docs/guarantees.md).
     recorder = start_proxy(upstream, cassette_mode="record", flow_detail=0)
     trust = ssl.create_default_context(cafile=str(recorder.ca_bundle))
     body = {"model": "m", "messages": [{"role": "user", "content": "keep it secret"}]}

@@ -33,6 +33,14 @@ after the last event, `x-fake-stream-error: 1` ends the stream with the API's
 in-stream error (Anthropic `error` event, Ollama `{"error"}` line, OpenAI chat
 without `[DONE]`). A client that accepts gzip gets a gzip stream, as from a real API;
 `x-fake-gzip: 1` gzips a JSON answer too (content-encoding: gzip), as real APIs do.
+
+Behaviour rules switch the answers of a running fake without touching the requests (a provider changing
+under recorded cassettes): `POST /__fake__/behaviour {"rules": [...]}` replaces them (`[]`: the default
+answers again). A rule applies to every API request whose body contains its `when` text, in order:
+`status` (+ `body`, `headers`) answers that instead, `times` limits how often a rule applies (a 429 then
+success), `text` replaces the echo, `add` ({"dotted.path": value}, list items by number) and `drop`
+(["dotted.path"]) edit the JSON answer, or each stream event's JSON whose `type`/`object` is `event`
+(every event when the rule names none). The request log's entries carry `at`, the time they arrived.
 """
 
 import argparse
@@ -54,6 +62,65 @@ class State:
     lock = threading.Lock()
     count = 0
     log: list[dict] = []  # noqa: RUF012 - one process, one state
+    rules: list[dict] = []  # noqa: RUF012 - the behaviour rules, and how often each has applied
+    uses: list[int] = []  # noqa: RUF012
+
+
+def matching_rules(raw: bytes) -> list[dict]:
+    """The behaviour rules that apply to this request (each one's use counted against its `times`)."""
+    text = raw.decode("utf-8", "replace")
+    chosen = []
+    with State.lock:
+        for index, rule in enumerate(State.rules):
+            if str(rule.get("when", "")) in text and State.uses[index] < rule.get("times", float("inf")):
+                State.uses[index] += 1
+                chosen.append(rule)
+    return chosen
+
+
+def _walk_to(value, path: str):
+    *parents, last = path.split(".")
+    for name in parents:
+        value = value[int(name)] if isinstance(value, list) else value.setdefault(name, {})
+    return value, int(last) if isinstance(value, list) else last
+
+
+def edited(payload, rules: list[dict]):
+    """A JSON answer or stream event with the rules' `add` and `drop` edits (those for its event type)."""
+    if not isinstance(payload, dict):
+        return payload
+    kind = payload.get("type") or payload.get("object")
+    for rule in rules:
+        if rule.get("event") not in (None, kind):
+            continue
+        for path, value in (rule.get("add") or {}).items():
+            target, name = _walk_to(payload, path)
+            target[name] = value
+        for path in rule.get("drop") or []:
+            try:
+                target, name = _walk_to(payload, path)
+                del target[name]
+            except (KeyError, IndexError, TypeError):
+                pass
+    return payload
+
+
+def edited_event(event, rules: list[dict]):
+    """An SSE event or NDJSON line with its JSON edited; framing, `[DONE]` and binary frames kept as they are."""
+    if not rules or not isinstance(event, str):
+        return event
+    lines = event.split("\n")
+    for i, line in enumerate(lines):
+        data = line[6:] if line.startswith("data: ") else line if line.startswith("{") else None
+        if data is None:
+            continue
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            continue
+        text = json.dumps(edited(payload, rules))
+        lines[i] = f"data: {text}" if line.startswith("data: ") else text
+    return "\n".join(lines)
 
 
 LIVE_TOKEN = "ya29.fake-LIVE-access-token-DO-NOT-STORE-0123456789"
@@ -336,6 +403,9 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # quiet: tests read the stats endpoint instead
         pass
 
+    rules: tuple[dict, ...] = ()
+    """The behaviour rules that apply to the request being answered."""
+
     def do_GET(self):
         if self.path.startswith("/__fake__/stats"):
             with State.lock:
@@ -353,6 +423,12 @@ class Handler(BaseHTTPRequestHandler):
             self.handle_api(b"".join(chunks))
             return
         length = int(self.headers.get("content-length") or 0)
+        if self.path.startswith("/__fake__/behaviour"):
+            rules = json.loads(self.rfile.read(length) or b"{}").get("rules") or []
+            with State.lock:
+                State.rules, State.uses = list(rules), [0] * len(rules)
+            self.send_json(200, {"rules": len(rules)})
+            return
         self.handle_api(self.rfile.read(length))
 
     do_PUT = do_PATCH = do_DELETE = do_POST
@@ -367,8 +443,10 @@ class Handler(BaseHTTPRequestHandler):
                     "path": self.path,
                     "headers": dict(self.headers),
                     "body": raw.decode("utf-8", "replace"),
+                    "at": time.time(),
                 }
             )
+        self.rules = tuple(matching_rules(raw))
         delay = float(self.headers.get("x-fake-delay") or 0)
         if delay:
             time.sleep(delay)
@@ -377,6 +455,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
+            return
+        ruled = next((rule for rule in self.rules if rule.get("status")), None)
+        if ruled:
+            error = ruled.get("body") or {"error": {"message": f"fake upstream rule {ruled['status']}"}}
+            self.send_json(int(ruled["status"]), error, count, ruled.get("headers") or {})
             return
         forced = int(self.headers.get("x-fake-status") or 0)
         if forced:
@@ -389,6 +472,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {}
         text = f"echo: {last_user_text(body)}" if isinstance(body, dict) else "echo: ?"
+        text = next((rule["text"] for rule in reversed(self.rules) if "text" in rule), text)
         if self.headers.get("x-fake-numbered"):
             text = f"#{count} {text}"
         path = self.path.split("?", 1)[0]
@@ -448,6 +532,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("content-encoding", "gzip")
         self.end_headers()
         self.wfile.flush()
+        events = [edited_event(event, list(self.rules)) for event in events]
         for i, event in enumerate(events):
             if i and gap:
                 time.sleep(gap)
@@ -469,7 +554,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def send_json(self, status: int, payload: dict, count: int = 0, extra: dict | None = None):
-        data = json.dumps(payload).encode()
+        data = json.dumps(edited(payload, list(self.rules)) if status < 300 else payload).encode()
         if self.headers.get("x-fake-gzip") == "1":
             data = gzip.compress(data, mtime=0)
             extra = {**(extra or {}), "content-encoding": "gzip"}

@@ -103,6 +103,11 @@ class FakeUpstream:
     def count(self) -> int:
         return self.stats()["count"]
 
+    def behave(self, *rules: dict) -> None:
+        """Switch the fake's answers with behaviour rules (see fake_upstream.py); none: its default answers."""
+        reply = httpx.post(f"{self.url}/__fake__/behaviour", json={"rules": list(rules)}, verify=False, trust_env=False)
+        reply.raise_for_status()
+
     def stop(self) -> None:
         if self.process:
             stop(self.process)

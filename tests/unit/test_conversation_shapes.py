@@ -17,6 +17,7 @@ from cassette_proxy.core.conversation import (
     GEMINI,
     OLLAMA,
     OPENAI_CHAT,
+    OPENAI_EMBEDDINGS,
     OPENAI_RESPONSES,
     UNKNOWN,
     conversation_of,
@@ -287,3 +288,62 @@ def test_unknown_shapes_fall_back_to_readable_content(response):
 def test_a_cassette_missing_its_parts_does_not_raise():
     conversation = conversation_of({"request": "nonsense", "response": {"body_format": "json", "body": 3}})
     assert (conversation.shape, conversation.turns, conversation.answer.parts[0].text) == (UNKNOWN, [], "3")
+
+
+def test_a_chat_refusal_is_a_labelled_part_and_not_the_answers_text():
+    reply = {"model": "gpt-4o", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": None, "refusal": "I can't."}, "finish_reason": "stop"},
+        {"index": 1, "message": {"role": "assistant", "content": "Sure."}, "finish_reason": "stop"},
+    ]}  # fmt: skip
+    answer = conversation_of(cassette("https://api.openai.com/v1/chat/completions", {}, whole(reply))).answer
+    assert (answer.text, answer.refusal, answer.choices) == ("Sure.", "I can't.", 2)
+    assert [(p.kind, p.name) for p in answer.parts] == [("text", "refusal"), ("text", "")]
+
+
+def test_anthropic_thinking_is_reasoning_not_text():
+    reply = {"type": "message", "model": "claude-sonnet-4", "stop_reason": "end_turn", "content": [
+        {"type": "thinking", "thinking": "Hmm.", "signature": "s"}, {"type": "text", "text": "Paris."}]}  # fmt: skip
+    answer = conversation_of(cassette("https://api.anthropic.com/v1/messages", {"messages": []}, whole(reply))).answer
+    assert answer.text == "Paris." and [(p.name, p.text) for p in answer.parts] == [
+        ("thinking", "Hmm."),
+        ("", "Paris."),
+    ]
+
+
+def test_embeddings_inputs_and_vectors():
+    body = {"model": "text-embedding-3-small", "input": ["first", "second"], "encoding_format": "base64"}
+    reply = {"object": "list", "model": "text-embedding-3-small", "data": [
+        {"object": "embedding", "index": 0, "embedding": "AAAA"}, {"object": "embedding", "index": 1, "embedding": [0.5]}],
+        "usage": {"prompt_tokens": 2, "total_tokens": 2}}  # fmt: skip
+    conversation = conversation_of(cassette("https://api.openai.com/v1/embeddings", body, whole(reply)))
+    assert conversation.shape == OPENAI_EMBEDDINGS and conversation.first_user_message == "first"
+    assert [(p.kind, p.text[:22]) for p in conversation.answer.parts] == [
+        ("embedding", "[embedding 4 base64 ch"),
+        ("embedding", "[embedding 1 values, s"),
+    ]
+    assert not conversation.answer.raw
+
+
+def test_bedrock_converse_answer():
+    reply = {"output": {"message": {"role": "assistant", "content": [
+        {"text": "Let me check."}, {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Oslo"}}}]}},
+        "stopReason": "tool_use", "usage": {"inputTokens": 3, "outputTokens": 4}}  # fmt: skip
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse"
+    body = {"messages": [{"role": "user", "content": [{"text": "Weather in Oslo?"}]}]}
+    conversation = conversation_of(cassette(url, body, whole(reply)))
+    assert conversation.first_user_message == "Weather in Oslo?"
+    answer = conversation.answer
+    assert (answer.text, answer.finish_reason, [p.name for p in answer.tool_calls]) == (
+        "Let me check.",
+        "tool_use",
+        ["weather"],
+    )
+
+
+def test_only_a_body_no_reader_knows_is_raw():
+    unknown = conversation_of(cassette("https://api.example.com/v1/models", None, whole({"data": [{"id": "m"}]})))
+    error = conversation_of(
+        cassette("https://api.openai.com/v1/chat/completions", {}, whole({"error": {"message": "no"}}))
+    )
+    assert unknown.answer.raw and not error.answer.raw
+    assert [(p.kind, p.name) for p in error.answer.parts] == [("json", "error")]

@@ -1,11 +1,17 @@
-"""What `ls`, `show` and `diff` read out of a cassette, for each API shape we record, whole and streamed."""
+"""What `ls`, `show` and `diff` read out of a cassette, for each API shape we record, whole and streamed.
+
+The summary is a projection of conversation.py's model (what `cassette view`
+renders): refusals, tool calls, reasoning and streams read the same in both.
+"""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from cassette_proxy.core.summary import conversation, summarize_request, summarize_response
+from cassette_proxy.cli.diff import compare
+from cassette_proxy.core.conversation import conversation_from, conversation_of
+from cassette_proxy.core.summary import summarize_request, summarize_response, turn_lines
 
 
 def sse(*events: dict, named: bool = False) -> str:
@@ -107,20 +113,33 @@ def test_embeddings_show_size_and_a_digest_that_changes_with_the_vector():
 
 
 @pytest.mark.parametrize(
-    ("body", "turns"),
+    ("url", "body", "turns"),
     [
         (
+            "https://api.anthropic.com/v1/messages",
             {"system": "be brief", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
             [("system", "be brief"), ("user", "hi")],
         ),
-        ({"instructions": "be brief", "input": "hi"}, [("system", "be brief"), ("input", "hi")]),
-        ({"contents": [{"parts": [{"text": "hi"}, {"text": "there"}]}]}, [("user", "hi there")]),
-        ({"input": ["a", "b"]}, [("input", "a"), ("input", "b")]),
-        ({"prompt": "complete me"}, [("input", "complete me")]),
+        ("https://api.openai.com/v1/responses", {"instructions": "be brief", "input": "hi"}, [("system", "be brief"), ("user", "hi")]),
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent",
+            {"contents": [{"parts": [{"text": "hi"}, {"text": "there"}]}]},
+            [("user", "hi there")],
+        ),
+        ("https://api.openai.com/v1/embeddings", {"input": ["a", "b"]}, [("input", "a"), ("input", "b")]),
+        ("https://api.openai.com/v1/completions", {"prompt": "complete me"}, [("user", "complete me")]),
+        (
+            "https://compatible.example/v2/chat",
+            {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]},
+            [("user", "hi"), ("assistant", "hello")],
+        ),
     ],
-)
-def test_conversation_of_each_request_shape(body, turns):
-    assert conversation(body) == turns
+    ids=["anthropic", "responses", "gemini", "embeddings", "completions", "compatible-chat-on-another-path"],
+)  # fmt: skip
+def test_turns_of_each_request_shape(url, body, turns):
+    request = {"method": "POST", "url": url, "body_format": "json", "body": body}
+    assert turn_lines(conversation_from(request)) == turns
+    assert summarize_request(request).first_user_message == next(text for role, text in turns if role != "system")
 
 
 def test_model_comes_from_the_url_when_the_body_has_none():
@@ -132,3 +151,88 @@ def test_model_comes_from_the_url_when_the_body_has_none():
     }
     summary = summarize_request(request)
     assert (summary.model, summary.first_user_message) == ("gemini-2.0-flash", "hi")
+
+
+def chat_answer(message: dict, finish: str = "stop") -> dict:
+    return {"model": "gpt-4o", "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+
+def whole(body: dict) -> dict:
+    return {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": body}
+
+
+REFUSED = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+
+
+def test_a_chat_refusal_is_the_content_not_no_text():
+    summary = summarize_response(whole(chat_answer(REFUSED)))
+    assert summary.content == "[refusal] I can't help with that."
+
+
+def test_two_different_refusals_are_a_content_change_for_diff():
+    other = {**REFUSED, "refusal": "I won't do that."}
+    changes, other_fields = compare({"response": whole(chat_answer(REFUSED))}, {"response": whole(chat_answer(other))})
+    assert changes == [("content", "[refusal] I can't help with that.", "[refusal] I won't do that.")]
+    assert other_fields == []
+
+
+# Each case: a response, and what the summary's content must say (the viewer's model holds the same parts).
+AGREEING = {
+    "responses refusal, whole": (
+        whole({"object": "response", "model": "gpt-4.1", "status": "completed", "output": [
+            {"type": "message", "content": [{"type": "refusal", "refusal": "No."}]}]}),
+        "[refusal] No.",
+    ),
+    "chat refusal, streamed": (
+        {"status": 200, "headers": {"content-type": "text/event-stream"}, "body_format": "text", "body": sse(
+            {"choices": [{"index": 0, "delta": {"refusal": "I can"}}]},
+            {"choices": [{"index": 0, "delta": {"refusal": "not."}, "finish_reason": "stop"}]},
+        ) + "data: [DONE]\n\n"},
+        "[refusal] I cannot.",
+    ),
+    "anthropic thinking, text and a tool call": (
+        whole({"type": "message", "model": "claude-sonnet-4", "stop_reason": "tool_use", "content": [
+            {"type": "thinking", "thinking": "The user wants weather.", "signature": "sig"},
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "tu_1", "name": "weather", "input": {"city": "Paris"}},
+        ]}),
+        '[thinking] The user wants weather.\nLet me look.\n[call weather] {\n  "city": "Paris"\n}',
+    ),
+    "responses reasoning and a function call, streamed": (
+        {"status": 200, "headers": {"content-type": "text/event-stream"}, "body_format": "text", "body": sse(
+            {"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Think."},
+            {"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "name": "f"}},
+            {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": '{"a": 1}'},
+            {"type": "response.completed", "response": {"model": "o4-mini", "status": "completed"}},
+            named=True,
+        )},
+        '[thinking] Think.\n[call f] {"a": 1}',
+    ),
+    "gemini thought and text": (
+        whole({"candidates": [{"content": {"parts": [{"text": "Hmm.", "thought": True}, {"text": "Yes."}]},
+                               "finishReason": "STOP"}]}),
+        "[thinking] Hmm.\nYes.",
+    ),
+    "an error body": (
+        {**whole({"error": {"message": "The model `gpt-9` does not exist", "type": "invalid_request_error"}}),
+         "status": 404},
+        '{\n  "message": "The model `gpt-9` does not exist",\n  "type": "invalid_request_error"\n}',
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", AGREEING)
+def test_summary_content_and_the_viewers_answer_read_the_same_parts(case):
+    response, content = AGREEING[case]
+    assert summarize_response(response).content == content
+    answer = conversation_of({"request": {}, "response": response}).answer
+    labelled = [f"[{p.name}] {p.text}" if p.name in ("thinking", "refusal") else p.text for p in answer.parts]
+    assert all(piece in content for piece in labelled if piece)
+    assert "[refusal]" not in answer.text and "[thinking]" not in answer.text
+
+
+def test_an_answer_no_reader_knows_has_no_content_so_diff_compares_its_fields():
+    before, after = whole({"data": [{"id": "gpt-4o"}]}), whole({"data": [{"id": "gpt-4.1"}]})
+    assert summarize_response(before).content == ""
+    changes, other = compare({"response": before}, {"response": after})
+    assert changes == [] and other

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from ..core.printable import PrintableStream
 from ..launch.launcher import LauncherError
-from . import diff, env, import_, ls, prune, rekey, run, scan, serve, show, stale, view
+from . import diff, drift, env, import_, ls, prune, rekey, run, scan, serve, show, stale, view
 
-SUBCOMMANDS = (run, serve, env, ls, show, view, diff, scan, stale, prune, import_, rekey)
+SUBCOMMANDS = (run, serve, env, ls, show, view, diff, drift, scan, stale, prune, import_, rekey)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

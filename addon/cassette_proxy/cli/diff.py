@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
 from ..core.defaults import default_dir
 from ..core.diff import differences
-from ..core.summary import RequestSummary, ResponseSummary, one_line, summarize_request, summarize_response
+from ..core.summary import RequestSummary, ResponseSummary, fence, one_line, summarize_request, summarize_response
 
 BEHAVIOUR = ("status", "model", "finish_reason", "content")
 INLINE = 100
@@ -43,7 +42,7 @@ class Entry:
     other: list[str] = field(default_factory=list)
     """Field-level differences elsewhere in the response, shown when behaviour did not change."""
     problem: str = ""
-    """Why the cassette (`refused`) was not read: it failed the checks every cassette read goes through."""
+    """Why the cassette (`unreadable`) was not read: it failed the checks every cassette read goes through."""
 
 
 def git(*args: str) -> str:
@@ -115,7 +114,7 @@ def review(rev: str, folder: Path) -> list[Entry]:
         try:
             entries.append(_reviewed(rev, status, path, folder))
         except CassetteError as e:  # a cassette the proxy would refuse is shown with the reason, never read
-            entries.append(Entry("refused", path, summarize_request({}), problem=str(e)))
+            entries.append(Entry("unreadable", path, summarize_request({}), problem=str(e)))
     return entries
 
 
@@ -138,10 +137,12 @@ def _reviewed(rev: str, status: str, path: str, folder: Path) -> Entry:
 def headline(rev: str, entries: list[Entry]) -> str:
     counts = {kind: sum(e.kind == kind for e in entries) for kind in ("new", "removed", "re-recorded")}
     changed = sum(bool(e.changes) for e in entries)
-    refused = sum(e.kind == "refused" for e in entries)
+    unreadable = sum(e.kind == "unreadable" for e in entries)
     return (
         f"{counts['new']} new, {counts['removed']} removed, {counts['re-recorded']} re-recorded "
-        f"({changed} with a behaviour change)" + (f", {refused} refused" if refused else "") + f" against {rev}"
+        f"({changed} with a behaviour change)"
+        + (f", {unreadable} unreadable" if unreadable else "")
+        + f" against {rev}"
     )
 
 
@@ -166,7 +167,7 @@ def describe_change(name: str, old: str, new: str) -> list[str]:
 
 
 def details(entry: Entry) -> list[str]:
-    if entry.kind == "refused":
+    if entry.kind == "unreadable":
         return [f"not read: {entry.problem}"]
     lines = [describe_request(entry.request)]
     if entry.kind == "new" and entry.response:
@@ -188,15 +189,9 @@ def render_text(rev: str, entries: list[Entry]) -> str:
     return "\n".join(out)
 
 
-def fence(lines: list[str]) -> str:
-    """A code fence longer than any backtick run in the lines, so recorded content cannot break out of it."""
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def render_markdown(rev: str, entries: list[Entry]) -> str:
     out = [f"### Cassette review: {headline(rev, entries)}"]
-    for kind in ("refused", "re-recorded", "new", "removed"):
+    for kind in ("unreadable", "re-recorded", "new", "removed"):
         chosen = sorted((e for e in entries if e.kind == kind), key=lambda e: not e.changes)
         if chosen:
             out += ["", f"#### {kind.capitalize()} ({len(chosen)})"]
@@ -215,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cassette diff: {e}")
         return 2
     print((render_markdown if args.format == "markdown" else render_text)(args.rev, entries))
-    return 1 if any(entry.changes or entry.kind == "refused" for entry in entries) else 0
+    return 1 if any(entry.changes or entry.kind == "unreadable" for entry in entries) else 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,30 +21,14 @@ from ..launch.launcher import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The proxy's command-line options, shared by `cassette run` and `cassette serve`."""
     parser.add_argument("--mode", choices=MODES, help="Cassette mode; defaults to $CASSETTE_MODE, else replay.")
-    parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
-    parser.add_argument(
-        "--hosts", nargs="+", action="extend", default=[], metavar="GLOB",
-        help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
-    )  # fmt: skip
+    add_folder_and_hosts(parser)
     parser.add_argument(
         "--reverse", action="append", default=[], metavar="NAME=URL[@PORT]",
         help="Also listen in reverse mode for URL (on PORT if given, else a free port) and set NAME_BASE_URL "
         "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL): clients then need no proxy variables and no CA. Repeatable.",
     )  # fmt: skip
     parser.add_argument("--report", help="Also keep the JSON run report at this path.")
-    parser.add_argument(
-        "--ignore", action="append", default=[], metavar="PATH",
-        help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--key-header", action="append", default=[], metavar="NAME",
-        help=f"Request header that is part of the key, on top of {', '.join(DEFAULT_KEY_HEADERS)}. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--ignore-value", action="append", default=[], metavar="REGEX",
-        help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
-        "values are keyed as numbered placeholders. Repeatable.",
-    )  # fmt: skip
+    add_key_settings(parser)
     parser.add_argument(
         "--allow-host", action="append", default=[], metavar="GLOB",
         help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
@@ -69,6 +53,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Give clients the system's CAs and the environment's besides the proxy's (the default in the other "
         "modes, or when the environment sets a CA variable or a non-loopback NO_PROXY).",
     )  # fmt: skip
+    add_mitmdump(parser)
+
+
+def add_folder_and_hosts(parser: argparse.ArgumentParser) -> None:
+    """--dir and --hosts: also `cassette drift`'s, which re-sends what a run recorded."""
+    parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
+    parser.add_argument(
+        "--hosts", nargs="+", action="extend", default=[], metavar="GLOB",
+        help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
+    )  # fmt: skip
+
+
+def add_key_settings(parser: argparse.ArgumentParser) -> None:
+    """The key settings (--ignore, --key-header, --ignore-value): also `cassette drift`'s."""
+    parser.add_argument(
+        "--ignore", action="append", default=[], metavar="PATH",
+        help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--key-header", action="append", default=[], metavar="NAME",
+        help=f"Request header that is part of the key, on top of {', '.join(DEFAULT_KEY_HEADERS)}. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ignore-value", action="append", default=[], metavar="REGEX",
+        help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
+        "values are keyed as numbered placeholders. Repeatable.",
+    )  # fmt: skip
+
+
+def add_mitmdump(parser: argparse.ArgumentParser) -> None:
+    """--mitmdump and --mitmdump-arg: also `cassette drift`'s."""
     parser.add_argument(
         "--mitmdump",
         help=f"The mitmdump to run; defaults to ${MITMDUMP_VAR}, else the one beside this Python, else PATH.",

@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 from ..core.cassette_file import CassetteError, folder_for, load
+from ..core.conversation import conversation_from
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
-from ..core.summary import conversation, summarize_request, summarize_response
 from ..core.summary import one_line as short
+from ..core.summary import summarize_request, summarize_response, turn_lines
 from .ls import size
 
 
@@ -27,7 +28,7 @@ def show_text(path: Path, root: Path) -> str:
         f"request:   {asked.method} {asked.url}",
         f"model:     {asked.model or '-'}",
     ]
-    turns = conversation(request.get("body") if request.get("body_format") == "json" else None)
+    turns = turn_lines(conversation_from(request))
     lines += ["messages:"] + [f"  {role}: {short(text, 200)}" for role, text in turns] if turns else []
     lines += [
         f"response:  {answered.status}" + (f", model {answered.model}" if answered.model else "")

@@ -169,10 +169,11 @@
 
   function renderPart(part) {
     const kind = part.kind || "text";
-    const cls = "part " + kind + (part.name === "thinking" ? " thinking" : "");
+    const labelled = kind === "text" && (part.name === "thinking" || part.name === "refusal");
+    const cls = "part " + kind + (labelled ? " " + part.name : "");
     if (kind === "tool_call") return el("div", cls, "call " + (part.name || "?") + "(" + (part.text || "") + ")");
     if (kind === "tool_result") return el("div", cls, "result" + (part.name ? " for " + part.name : "") + ": " + (part.text || ""));
-    if (part.name === "thinking") return el("div", cls, "thinking: " + part.text);
+    if (labelled) return el("div", cls, part.name + ": " + part.text);
     return el("div", cls, part.text || "");
   }
 
@@ -191,7 +192,8 @@
       usage ? el("div", "muted usage", "tokens: " + usage) : null);
     const text = el("div", "part text answer-text", answer.text || "");
     if (answer.text) node.append(text);
-    for (const part of answer.parts || []) if (part.kind !== "text") node.append(renderPart(part));
+    // answer.text is what the model said; its reasoning, refusals, calls and other parts follow, labelled.
+    for (const part of answer.parts || []) if (part.kind !== "text" || part.name) node.append(renderPart(part));
     if (!answer.parts || !answer.parts.length) node.append(el("div", "muted", "(no answer content)"));
     return node;
   }

@@ -1,27 +1,33 @@
 """A cassette as a conversation: the turns a request sends, the answer it got, and how a streamed answer arrived.
 
-`cassette view` renders what this returns; it is pure (no mitmproxy, no I/O),
-so each API's shape is tested on its own. Request shapes differ enough that each
-API has its own reader; responses are read by one accumulator that knows every
-API's keys, whole or streamed, because a stream is the same fields cut into
-events. Stream bodies are cut with stream_events.py's splitter: one parser for the
-stored events. Anything unrecognised is kept as readable JSON, never an error.
+The one reader of what a cassette says: `cassette view` renders what this
+returns, and `show`, `ls`, `diff` and `drift` read their fields from it
+(summary.py projects it onto a few fields a reviewer reads). It is pure (no
+mitmproxy, no I/O), so each API's shape is tested on its own. Request shapes
+differ enough that each API has its own reader; responses are read by one
+accumulator that knows every API's keys, whole or streamed, because a stream
+is the same fields cut into events. Stream bodies are cut with
+stream_events.py's splitter: one parser for the stored events. Anything
+unrecognised is kept as readable JSON, never an error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .stream_events import NDJSON, SSE, split_events, sse_fields, stream_kind
-from .summary import summarize_request
+from .stream_events import NDJSON, SSE, guess_kind, payload_lines, split_text, sse_fields, stream_kind
 
 ANTHROPIC = "anthropic"
 OPENAI_CHAT = "openai-chat"
 OPENAI_RESPONSES = "openai-responses"
+OPENAI_EMBEDDINGS = "openai-embeddings"
+OPENAI_COMPLETIONS = "openai-completions"
 GEMINI = "gemini"
 OLLAMA = "ollama"
 UNKNOWN = "unknown"
@@ -51,10 +57,14 @@ Ollama's options)."""
 class Part:
     """One piece of a turn: text, a tool call or its result, an image or file (as a placeholder), or raw JSON."""
 
-    kind: str  # text, tool_call, tool_result, image, file, json
+    kind: str  # text, tool_call, tool_result, image, file, embedding, json
     text: str = ""
     name: str = ""
-    """Tool name, media type or event name, by kind."""
+    """Tool name, media type or event name, by kind; for text, `thinking` (reasoning) or `refusal`, else empty."""
+
+
+THINKING = "thinking"
+REFUSAL = "refusal"
 
 
 @dataclass
@@ -83,10 +93,23 @@ class Answer:
     timeline: list[TimelineEvent] = field(default_factory=list)
     first_event_ms: int | None = None
     longest_gap_ms: int | None = None
+    choices: int = 0
+    """Alternative answers the response holds (OpenAI choices, Gemini candidates); 0 where an API has one."""
+    raw: bool = False
+    """No reader knew the body: `parts` holds it as readable JSON or text, and no field above came from it."""
 
     @property
     def text(self) -> str:
-        return "".join(part.text for part in self.parts if part.kind == "text")
+        """What the model said: its text parts, without its reasoning and its refusals."""
+        return "".join(part.text for part in self.parts if part.kind == "text" and not part.name)
+
+    @property
+    def refusal(self) -> str:
+        return "".join(part.text for part in self.parts if part.kind == "text" and part.name == REFUSAL)
+
+    @property
+    def tool_calls(self) -> list[Part]:
+        return [part for part in self.parts if part.kind == "tool_call"]
 
 
 @dataclass
@@ -106,32 +129,60 @@ class Conversation:
         return data
 
     @property
+    def first_user_message(self) -> str:
+        return next(_user_texts(self.turns), "")
+
+    @property
     def last_user_message(self) -> str:
-        for turn in reversed(self.turns):
-            if turn.role in ("user", "input"):
-                text = " ".join(p.text for p in turn.parts if p.kind == "text" and p.text)
-                if text:
-                    return text
-        return ""
+        return next(_user_texts(reversed(self.turns)), "")
+
+
+def _user_texts(turns: Iterable[Turn]) -> Iterator[str]:
+    """The text of each user (or embeddings input) turn that has some, in the order given."""
+    for turn in turns:
+        if turn.role in ("user", "input"):
+            text = " ".join(p.text for p in turn.parts if p.kind == "text" and p.text)
+            if text:
+                yield text
 
 
 # -- request shapes -----------------------------------------------------------------------------------------------
 
 
+_MODEL_IN_URL = re.compile(r"/(?:models|deployments)/([^/:?]+)")
+"""Gemini names the model in the path (`/models/gemini-2.0-flash:generateContent`), Azure the deployment."""
+
+
 def shape_of(url: str, body: Any) -> str:
+    """Which API a request speaks, by its path; an unknown path with a chat-like body is read as OpenAI chat,
+    the shape most compatible providers copy."""
     path = url.split("://", 1)[-1].split("?", 1)[0]
     path = path[path.find("/") :] if "/" in path else ""
     if path.endswith("/chat/completions"):
         return OPENAI_CHAT
     if path.endswith("/responses"):
         return OPENAI_RESPONSES
+    if path.endswith("/embeddings"):
+        return OPENAI_EMBEDDINGS
+    if path.endswith("/completions"):
+        return OPENAI_COMPLETIONS
     if path.endswith("/messages") and isinstance(body, dict) and "messages" in body:
         return ANTHROPIC
     if ":generateContent" in path or ":streamGenerateContent" in path:
         return GEMINI
     if path in ("/api/chat", "/api/generate"):
         return OLLAMA
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        return OPENAI_CHAT
     return UNKNOWN
+
+
+def request_model(request: dict) -> str:
+    """The model a request asks for: its body's `model`, else the one its URL names (Gemini, Azure)."""
+    body = request.get("body") if request.get("body_format") == "json" else None
+    model = body.get("model") if isinstance(body, dict) else None
+    in_url = _MODEL_IN_URL.search(str(request.get("url", "")))
+    return str(model or (in_url.group(1) if in_url else ""))
 
 
 def size_text(n: int) -> str:
@@ -162,6 +213,13 @@ def _media(kind: str, media_type: Any, data: Any = None, url: Any = None, label:
         described = size_text(_base64_size(data))
     named = f"{label} " if label else ""
     return Part(kind, f"[{kind} {named}{media_type or 'unknown type'}, {described}]", media_type)
+
+
+def _embedding(vector: Any) -> str:
+    """A vector is not readable; its size and a digest show whether it changed."""
+    digest = hashlib.sha256(json.dumps(vector).encode()).hexdigest()[:12]
+    size = f"{len(vector)} values" if isinstance(vector, list) else f"{len(str(vector))} base64 chars"
+    return f"[embedding {size}, sha256 {digest}]"
 
 
 def _json_text(value: Any) -> str:
@@ -268,7 +326,7 @@ def _anthropic_blocks(content: Any) -> list[Part]:
             text = _text_of(_anthropic_blocks(inner)) if isinstance(inner, list) else _json_text(inner or "")
             parts.append(Part("tool_result", text, str(block.get("tool_use_id", ""))))
         elif kind == "thinking":
-            parts.append(Part("text", str(block.get("thinking", "")), "thinking"))
+            parts.append(Part("text", str(block.get("thinking", "")), THINKING))
         else:
             parts.append(Part("json", _json_text(block)))
     return parts
@@ -288,7 +346,7 @@ def _gemini_parts(parts: Any) -> list[Part]:
         if not isinstance(part, dict):
             continue
         if isinstance(part.get("text"), str):
-            out.append(Part("text", part["text"], "thinking" if part.get("thought") else ""))
+            out.append(Part("text", part["text"], THINKING if part.get("thought") else ""))
         elif isinstance(part.get("inlineData"), dict):
             data = part["inlineData"]
             kind = "image" if str(data.get("mimeType", "")).startswith("image/") else "file"
@@ -336,8 +394,19 @@ def _ollama_turns(body: dict) -> list[Turn]:
     return turns
 
 
+def _inputs(value: Any, role: str) -> list[Turn]:
+    """Each text of an embeddings input or a legacy completion prompt is a turn; token arrays stay JSON."""
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    if items and all(isinstance(item, int) for item in items):
+        items = [items]  # one input given as tokens
+    return [Turn(role, [Part("text", item) if isinstance(item, str) else Part("json", _json_text(item))])
+            for item in items]  # fmt: skip
+
+
 _TURNS = {
     OPENAI_CHAT: _openai_chat_turns,
+    OPENAI_EMBEDDINGS: lambda body: _inputs(body.get("input"), "input"),
+    OPENAI_COMPLETIONS: lambda body: _inputs(body.get("prompt"), "user"),
     OPENAI_RESPONSES: _responses_turns,
     ANTHROPIC: _anthropic_turns,
     GEMINI: _gemini_turns,
@@ -438,50 +507,107 @@ class _Accumulator:
         """Take in one whole response or stream event; returns the text or arguments it added."""
         kind = str(event.get("type") or name)
         self.model(event.get("model") or event.get("modelVersion"))
-        added = ""
         if kind.startswith("response.") or event.get("object") == "response":
             return self._responses(event, kind)
         if kind in ("message_start", "content_block_start", "content_block_delta", "message_delta"):
             return self._anthropic_stream(event, kind)
+        added = ""
         if event.get("type") == "message" and isinstance(event.get("content"), list):  # Anthropic, whole
             for index, block in enumerate(event["content"]):
                 added += self._anthropic_block(index, block)
             self.finish(event.get("stop_reason"))
             self.usage(event.get("usage"))
-        for choice in event.get("choices") or []:  # OpenAI chat, whole (message) or streamed (delta)
+        added += self._openai_choices(event.get("choices"))
+        added += self._gemini_candidates(event)
+        added += self._ollama(event, kind)
+        self._bedrock_converse(event)
+        if event.get("object") == "list":  # OpenAI embeddings
+            for item in event.get("data") or []:
+                if isinstance(item, dict) and "embedding" in item:
+                    self.answer.parts.append(Part("embedding", _embedding(item["embedding"])))
+        if kind != "message":
+            self.usage(event.get("usage"))
+        if isinstance(event.get("error"), dict | str):
+            self.answer.parts.append(Part("json", _json_text(event["error"]), "error"))
+        return added
+
+    def _openai_choices(self, choices: Any) -> str:
+        """OpenAI chat, whole (`message`) or streamed (`delta`); every compatible provider too."""
+        added = ""
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict):
+                continue
             message = choice.get("message") or choice.get("delta") or {}
             index = choice.get("index", 0)
+            self._choice(index)
             added += self.text(("choice", index), message.get("content") or choice.get("text"))
-            added += self.text(("refusal", index), message.get("refusal"))
+            added += self.text(("refusal", index), message.get("refusal"), REFUSAL)
+            added += self.text(("reasoning", index), message.get("reasoning_content"), THINKING)
             for position, call in enumerate(message.get("tool_calls") or []):
                 function = call.get("function") or {}
                 where = ("openai", index, call.get("index", position))
                 added += self.call(where, function.get("name"), function.get("arguments"))
             self.finish(choice.get("finish_reason"))
-        for candidate in event.get("candidates") or []:  # Gemini, whole or one chunk of a stream
+        return added
+
+    def _choice(self, index: Any) -> None:
+        self.answer.choices = max(self.answer.choices, (index if isinstance(index, int) else 0) + 1)
+
+    def _gemini_candidates(self, event: dict) -> str:
+        """Gemini, whole or one chunk of a stream; a blocked prompt has no candidates, only its reason."""
+        added = ""
+        candidates = event.get("candidates")
+        for candidate in candidates if isinstance(candidates, list) else []:
+            if not isinstance(candidate, dict):
+                continue
+            self._choice(candidate.get("index"))
             for part in _gemini_parts((candidate.get("content") or {}).get("parts")):
                 if part.kind == "text":
                     added += self.text(("gemini", part.name), part.text, part.name)
                 else:
                     self.answer.parts.append(part)
             self.finish(candidate.get("finishReason"))
+        feedback = event.get("promptFeedback")
+        if isinstance(feedback, dict):
+            self.finish(feedback.get("blockReason"))
         self.usage(event.get("usageMetadata"))
+        return added
+
+    def _ollama(self, event: dict, kind: str) -> str:
+        added = ""
         message = event.get("message")
         if isinstance(message, dict) and not kind:  # Ollama chat
             added += self.text("ollama", message.get("content"))
+            added += self.text("ollama-thinking", message.get("thinking"), THINKING)
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 self.call(("ollama", len(self.calls)), function.get("name"), function.get("arguments"))
         if isinstance(event.get("response"), str):  # Ollama generate
             added += self.text("ollama", event["response"])
+        self.finish(event.get("done_reason"))
         if "done" in event:  # Ollama's last line carries the counts
-            self.finish(event.get("done_reason"))
             self.usage({k: event[k] for k in ("prompt_eval_count", "eval_count") if k in event})
-        if kind != "message":
-            self.usage(event.get("usage"))
-        if isinstance(event.get("error"), dict | str):
-            self.answer.parts.append(Part("json", _json_text(event["error"]), "error"))
         return added
+
+    def _bedrock_converse(self, event: dict) -> None:
+        """Bedrock's Converse API, whole: `output.message.content` blocks and a `stopReason`."""
+        output = event.get("output")
+        message = output.get("message") if isinstance(output, dict) else None
+        if not isinstance(message, dict):
+            return
+        for index, block in enumerate(message.get("content") or []):
+            if not isinstance(block, dict):
+                continue
+            if "text" in block:
+                self.text(("bedrock", index), block.get("text"))
+            elif isinstance(block.get("reasoningContent"), dict):
+                reasoning = block["reasoningContent"].get("reasoningText") or {}
+                self.text(("bedrock", index), reasoning.get("text"), THINKING)
+            elif isinstance(block.get("toolUse"), dict):
+                self.call(("bedrock", index), block["toolUse"].get("name"), block["toolUse"].get("input"))
+            else:
+                self.answer.parts.append(Part("json", _json_text(block)))
+        self.finish(event.get("stopReason"))
 
     def _anthropic_block(self, index: Any, block: Any) -> str:
         if not isinstance(block, dict):
@@ -490,7 +616,7 @@ class _Accumulator:
         if kind == "text":
             return self.text(("anthropic", index), block.get("text"))
         if kind == "thinking":
-            return self.text(("anthropic", index), block.get("thinking"), "thinking")
+            return self.text(("anthropic", index), block.get("thinking"), THINKING)
         if kind in ("tool_use", "server_tool_use"):
             return self.call(("anthropic", index), block.get("name"), block.get("input"))
         self.answer.parts.append(Part("json", _json_text(block)))
@@ -513,7 +639,7 @@ class _Accumulator:
             if "partial_json" in delta:
                 return self.call(("anthropic", index), arguments=delta["partial_json"])
             if "thinking" in delta:
-                return self.text(("anthropic", index), delta["thinking"], "thinking")
+                return self.text(("anthropic", index), delta["thinking"], THINKING)
             return self.text(("anthropic", index), delta.get("text"))
         self.finish((event.get("delta") or {}).get("stop_reason"))
         self.usage(event.get("usage"))
@@ -521,10 +647,13 @@ class _Accumulator:
 
     def _responses(self, event: dict, kind: str) -> str:
         """The Responses API: a whole `response` object, or its stream's events."""
-        if kind.endswith((".output_text.delta", ".refusal.delta")):
-            return self.text(("responses", event.get("output_index"), event.get("content_index")), event.get("delta"))
+        where = ("responses", event.get("output_index"), event.get("content_index"))
+        if kind.endswith(".output_text.delta"):
+            return self.text(where, event.get("delta"))
+        if kind.endswith(".refusal.delta"):
+            return self.text(where, event.get("delta"), REFUSAL)
         if kind.endswith(".reasoning_summary_text.delta"):
-            return self.text(("reasoning", event.get("output_index")), event.get("delta"), "thinking")
+            return self.text(("reasoning", event.get("output_index")), event.get("delta"), THINKING)
         if kind == "response.output_item.added" and (event.get("item") or {}).get("type") == "function_call":
             return self.call(("responses", event.get("output_index")), event["item"].get("name"))
         if kind == "response.function_call_arguments.delta":
@@ -544,8 +673,10 @@ class _Accumulator:
                     self.call(("responses", position), item.get("name"), item.get("arguments"))
                 elif item.get("type") == "message":
                     for number, content in enumerate(item.get("content") or []):
-                        text = content.get("text") or content.get("refusal")
-                        self.text(("responses", position, number), text)
+                        if isinstance(content, dict):
+                            refused = content.get("type") == "refusal"
+                            text = content.get("refusal") if refused else content.get("text")
+                            self.text(("responses", position, number), text, REFUSAL if refused else "")
                 elif item.get("type") != "reasoning":
                     self.answer.parts.append(Part("json", _json_text(item)))
         return ""
@@ -555,18 +686,18 @@ def stream_payloads(response: dict) -> list[tuple[int | None, str, Any]] | None:
     """(offset ms, event name, parsed payload or raw text) of each event of a streamed response, else None.
 
     Stored events (`body_format: events`) are one SSE event or NDJSON line
-    each; a stream stored whole as text is cut with the same splitter.
+    each; a stream stored whole as text (by its content type, or because
+    every event of it is stream framing) is cut with the recorder's splitter.
     """
     kind = stream_kind(str((response.get("headers") or {}).get("content-type", "")))
+    kind = kind if kind in (SSE, NDJSON) else None
     body = response.get("body")
     if response.get("body_format") == "events" and isinstance(body, list):
-        timed = [(e.get("ms"), e.get("text", "")) for e in body if isinstance(e, dict)]
-        if kind is None:
-            first = next((text for _, text in timed if text.strip()), "")
-            kind = SSE if first.startswith(("data:", "event:", ":", "id:")) else NDJSON
-    elif response.get("body_format") == "text" and isinstance(body, str) and kind:
-        events, _ = split_events(body.encode("utf-8"), kind, final=True)
-        timed = [(None, raw.decode("utf-8")) for raw in events]
+        timed = [(e.get("ms"), e["text"]) for e in body if isinstance(e, dict) and isinstance(e.get("text"), str)]
+        kind = kind or guess_kind("".join(text for _, text in timed))
+    elif response.get("body_format") == "text" and isinstance(body, str) and (kind or payload_lines(body)):
+        kind = kind or guess_kind(body)
+        timed = [(None, event) for event in split_text(body, kind)]
     else:
         return None
     payloads = []
@@ -614,6 +745,7 @@ def answer_of(response: dict) -> Answer:
         if answer.parts or answer.model or answer.usage:
             return answer
     if body not in (None, ""):
+        answer.raw = True
         answer.parts.append(_fallback_part(response.get("body_format"), body))
     return answer
 
@@ -628,15 +760,20 @@ def conversation_of(cassette: dict) -> Conversation:
     """The conversation a cassette holds; never raises on an odd shape (it shows up as JSON instead)."""
     request = cassette.get("request") if isinstance(cassette.get("request"), dict) else {}
     response = cassette.get("response") if isinstance(cassette.get("response"), dict) else {}
+    return conversation_from(request, answer_of(response))
+
+
+def conversation_from(request: dict, answer: Answer | None = None) -> Conversation:
+    """The conversation a request starts, with the answer it got (an empty one when only the request is read)."""
     body = request.get("body") if request.get("body_format") == "json" else None
-    summary = summarize_request(request)
-    shape = shape_of(summary.url, body)
-    answer = answer_of(response)
+    url = str(request.get("url", ""))
+    shape = shape_of(url, body)
+    answer = answer or Answer()
     return Conversation(
         shape=shape,
-        method=summary.method,
-        url=summary.url,
-        model=summary.model or answer.model,
+        method=str(request.get("method", "")),
+        url=url,
+        model=request_model(request) or answer.model,
         parameters=parameters(body),
         tools=tool_names(body),
         turns=request_turns(shape, request),

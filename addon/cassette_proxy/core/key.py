@@ -1,7 +1,7 @@
 """The request's identity: what makes two requests "the same" for replay.
 
-The recipe is documented in README.md ("The key") so that another tool can
-compute the same key; change it only together with that section and the
+The recipe is documented in docs/key.md so that another tool can
+compute the same key; change it only together with that page and the
 cassette format version.
 """
 
@@ -21,7 +21,7 @@ from .fast_json import decoder, encoder
 from .volatile import ValuePattern, with_placeholders
 
 RECIPE_VERSION = 2
-"""The key recipe documented in README.md ("The key"); stored with every cassette (`keyed_with.recipe`).
+"""The key recipe documented in docs/key.md; stored with every cassette (`keyed_with.recipe`).
 
 2: numbers keyed by value, set-valued headers keyed as sets, value patterns. A request with no number
 written with a fraction or exponent, no anthropic-beta/openai-beta header and no value pattern match
@@ -337,7 +337,7 @@ def identity(
     ignore: Sequence[Sequence[str]] = (),
     values: Sequence[ValuePattern] = (),
 ) -> dict:
-    """The JSON object whose hash is the key (documented in README.md)."""
+    """The JSON object whose hash is the key (documented in docs/key.md)."""
     lowered = {name.lower(): value for name, value in facts.headers.items()}
     return {
         "method": facts.method.upper(),

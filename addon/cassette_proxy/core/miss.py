@@ -148,7 +148,7 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
             settings.append("its request was redacted when stored, so the stored copy cannot show the difference")
     entry = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
     if settings:
-        entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see README, The key)"]
+        entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see docs/key.md)"]
     entry["same_body"] = recorded["body"] == current["body"]
     return entry
 

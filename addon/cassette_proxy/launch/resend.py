@@ -1,0 +1,105 @@
+"""Re-send a stored request through a running proxy: how `cassette drift` asks the live providers again.
+
+The request is rebuilt from what its key was computed from (recipe.facts_of:
+method, URL, the key headers' values, the body), plus the credentials given.
+Nothing else a cassette holds reaches the wire: cassettes arrive in pull
+requests and could carry any header, so only the run's key headers are copied,
+never a credential or a hop-by-hop header. Standard library only: this runs in
+the user's environment, beside neither mitmproxy nor an SDK.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+from .. import __version__
+from ..core.key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts
+
+USER_AGENT = f"cassette-proxy-drift/{__version__}"
+HOP_BY_HOP = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
+                        "te", "trailer", "proxy-authorization", "proxy-connection", "expect"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Received:
+    status: int
+    headers: dict[str, str]
+    """Lower-case names; a repeated header's values joined with `, `."""
+    body: bytes
+
+
+def request_headers(facts: RequestFacts, key_headers: Iterable[str], credentials: Mapping[str, str]) -> dict[str, str]:
+    """What goes on the wire besides the body: the key headers the cassette holds, the content type, the
+    credentials; `accept-encoding: identity`, as the recorder asks upstreams for plain text anyway."""
+    keyed = {name.lower() for name in key_headers} - UNKEYABLE_HEADERS - HOP_BY_HOP
+    headers = {name.lower(): value for name, value in facts.headers.items() if name.lower() in keyed}
+    if facts.body or facts.method.upper() in ("POST", "PUT", "PATCH"):
+        headers["content-type"] = facts.content_type or "application/octet-stream"
+    headers.update({"accept-encoding": "identity", "user-agent": USER_AGENT})
+    headers.update({name.lower(): value for name, value in credentials.items()})
+    return headers
+
+
+def target(facts: RequestFacts) -> str:
+    """The path and query to ask for (origin form)."""
+    query = urlencode(facts.query)
+    return facts.path + (f"?{query}" if query else "")
+
+
+def send(proxy_url: str, ca_bundle: Path, facts: RequestFacts, headers: Mapping[str, str], timeout: float) -> Received:
+    """One request through the forward proxy at `proxy_url`: HTTPS through a CONNECT tunnel whose certificate
+    the proxy's CA (in `ca_bundle`) signs, plain HTTP in absolute form. Raises OSError (and http.client's
+    errors, which are OSErrors or HTTPException) when the exchange fails."""
+    proxy = urlsplit(proxy_url)
+    port = facts.port or DEFAULT_PORTS[facts.scheme]
+    connection: http.client.HTTPConnection
+    if facts.scheme == "https":
+        context = ssl.create_default_context(cafile=str(ca_bundle))
+        connection = http.client.HTTPSConnection(proxy.hostname, proxy.port, timeout=timeout, context=context)
+        connection.set_tunnel(facts.host, port)
+        path = target(facts)
+    else:
+        connection = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=timeout)
+        host = facts.host if port == DEFAULT_PORTS["http"] else f"{facts.host}:{port}"
+        path = f"http://{host}{target(facts)}"
+    try:
+        connection.request(facts.method, path, body=facts.body or None, headers=dict(headers))
+        response = connection.getresponse()
+        body = response.read()
+        received: dict[str, str] = {}
+        for name, value in response.getheaders():
+            name = name.lower()
+            received[name] = f"{received[name]}, {value}" if name in received else value
+        return Received(response.status, received, body)
+    finally:
+        connection.close()
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the provider asks to wait: `retry-after-ms` (OpenAI), else `retry-after` in seconds or as a date."""
+    milliseconds = headers.get("retry-after-ms", "").strip()
+    try:
+        if milliseconds:
+            return max(0.0, float(milliseconds) / 1000)
+    except ValueError:
+        pass
+    value = headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
