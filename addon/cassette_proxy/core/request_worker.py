@@ -158,12 +158,8 @@ def _record(job: dict, request: dict, rules: tuple[redact.Rule, ...], response_b
     if job.get("response_body_in_file"):
         response["body"] = response_body.decode("utf-8", "surrogatepass")
     cassette = new_cassette(job["key"], request, response, job["recorded_with"], job["keyed_with"])
-    stored = redact.redact(cassette, rules)
-    if stored["request"] != cassette["request"]:
-        # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
-        stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
     try:
-        write_atomic(Path(job["path"]), dumps(large_json_as_text(stored)))
+        write_atomic(Path(job["path"]), dumps(large_json_as_text(redact.as_stored(cassette, rules))))
     except OSError as e:
         return {"write_error": e.strerror or str(e)}
     return {"written": True}

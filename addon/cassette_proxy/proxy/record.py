@@ -158,11 +158,7 @@ class Recorder:
             if target.big_request is not None:
                 write_in_worker(cassette, target.big_request, self.redact_specs, target.path)
             else:
-                stored = redact.redact(cassette, self.redact_rules)
-                if stored["request"] != cassette["request"]:
-                    # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
-                    stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
-                write_atomic(target.path, dumps(large_json_as_text(stored)))
+                write_atomic(target.path, dumps(large_json_as_text(redact.as_stored(cassette, self.redact_rules))))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)
