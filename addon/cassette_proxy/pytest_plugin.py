@@ -17,6 +17,10 @@ fixture wider than a function is set up, requests belong to no test. So
 `cassette_repeats=sequence` counts per test, `cassette_scope = test` stores a
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
+
+Reverse routes (`cassette_reverse`) are wired into this process too: their
+base-URL variables (OPENAI_BASE_URL, OLLAMA_HOST, ... see launch/client_env.py)
+are set before collection, so a client built with no arguments uses them.
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from typing import Any
 import pytest
 
 from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
+from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .launch import launcher
+from .launch import launcher, silent_run
 from .launch.control_client import ControlError
+from .launch.outer_proxy import OuterProxy, outer_proxy
 
-PROXY = pytest.StashKey[launcher.RunningProxy]()
+PROXY = pytest.StashKey[launcher.RunningProxy | OuterProxy]()
 ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
 REPORTS = pytest.StashKey[list[Report]]()
 CURRENT = pytest.StashKey[tuple[str, dict]]()
@@ -71,6 +77,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "cassette_ignore_values", "Volatile value patterns (regular expressions or presets), one a line.", "linelist"
     )
+    parser.addini(
+        "cassette_frameworks",
+        f"Framework presets to key with, one a line ({', '.join(DEFAULT_FRAMEWORKS)}: all by default); empty for none.",
+        "linelist",
+        default=list(DEFAULT_FRAMEWORKS),
+    )
     group.addoption(
         "--cassette-scope",
         choices=SCOPES,
@@ -83,23 +95,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "shared (one recording per distinct request) or test (each test's recordings under its own folder).",
         default=DEFAULT_SCOPE,
     )
+    parser.addini(
+        "cassette_telemetry",
+        "Answer the known telemetry sinks (openai-agents' traces, LangSmith, Langfuse, Logfire) offline in replay.",
+        type="bool",
+        default=True,
+    )
+    parser.addini("cassette_telemetry_sinks", "More telemetry sinks, HOST/PATH globs, one a line.", "linelist")
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
     parser.addini(
         "cassette_reverse",
-        "Reverse listeners as NAME=URL lines, given by the cassette_base_urls fixture.",
+        "Reverse routes as NAME=URL lines (openai=https://api.openai.com): each sets its base-URL variables "
+        "(OPENAI_BASE_URL, ...) in the session before collection, and the cassette_base_urls fixture gives them.",
         "linelist",
-        default=["openai=https://api.openai.com", "anthropic=https://api.anthropic.com"],
     )
 
 
-def _settings(config: pytest.Config) -> launcher.Settings:
+def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
     folder = config.getoption("cassette_dir") or os.environ.get(DIR_VAR) or config.getini("cassette_dir")
     mode = launcher.resolve_mode(config.getoption("cassette_mode"), os.environ)
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
-        mitmdump=launcher.find_mitmdump(None, os.environ),
+        mitmdump=mitmdump,
         mode=mode,
         cassette_dir=config.rootpath / Path(folder).expanduser(),
         hosts=config.getini("cassette_hosts"),
@@ -108,22 +127,59 @@ def _settings(config: pytest.Config) -> launcher.Settings:
         ignore=[*config.getini("cassette_ignore"), *config.getoption("cassette_ignore")],
         key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
         ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
+        frameworks=config.getini("cassette_frameworks"),
+        started_by="pytest",
+        telemetry=config.getini("cassette_telemetry"),
+        telemetry_sinks=config.getini("cassette_telemetry_sinks"),
     )
 
 
-def _start(config: pytest.Config) -> launcher.RunningProxy:
-    """Start the session's proxy and point this process's environment at it."""
+def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
+    """Start the session's proxy and point this process's environment at it; inside `cassette run`, use its proxy."""
     if PROXY not in config.stash:
         try:
-            proxy = launcher.start(_settings(config))
+            proxy = _outer(config) or launcher.start(_settings(config, launcher.find_mitmdump(None, os.environ)))
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
-        for name, value in proxy.client_env(os.environ, base_urls=False).items():
+        # With the routes' variables, clients built with no arguments (a bare `OpenAI()`) take the reverse routes.
+        for name, value in proxy.client_env(os.environ).items():
             if os.environ.get(name) != value:
                 environment.setenv(name, value)
         config.stash[PROXY], config.stash[ENVIRONMENT] = proxy, environment
     return config.stash[PROXY]
+
+
+def _outer(config: pytest.Config) -> OuterProxy | None:
+    """The enclosing `cassette run`'s proxy when there is one and it serves this suite as its own would."""
+    try:
+        outer = outer_proxy()
+    except ValueError as e:
+        raise pytest.UsageError(f"cassette: {e}") from None
+    if outer is None:
+        return None
+    conflicts = outer.conflicts(_settings(config, mitmdump=""))
+    if conflicts:
+        raise pytest.UsageError(
+            "cassette: this pytest runs inside `cassette run`, whose proxy serves it (one proxy, not two), but the "
+            "suite's settings differ from that proxy's:\n  " + "\n  ".join(conflicts) + "\nGive `cassette run` the "
+            "suite's settings with the flags named, or run pytest on its own: the plugin then starts its own proxy."
+        )
+    if _is_xdist_worker(config) and (config.getoption("cassette_scope") or config.getini("cassette_scope")) == "test":
+        raise pytest.UsageError(
+            "cassette: cassette_scope = test needs a proxy per xdist worker (one proxy has one current test), and "
+            "inside `cassette run` every worker shares its proxy: run `pytest -n N` on its own, or without -n"
+        )
+    return outer
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _announces(config: pytest.Config) -> bool:
+    """Whether this process tells the proxy which test runs: not when xdist workers share one (`cassette run`'s)."""
+    return not (isinstance(config.stash.get(PROXY, None), OuterProxy) and _is_xdist_worker(config))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -160,7 +216,7 @@ def _test_options(item: pytest.Item) -> dict[str, Any]:
 def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> None:
     """Tell the proxy which test runs now (None: no test); a refusal fails the test with the proxy's reason."""
     proxy = config.stash.get(PROXY, None)
-    if proxy is None:
+    if proxy is None or not _announces(config):
         return
     try:
         if test is None:
@@ -175,6 +231,11 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: its requests (function fixtures included) are its own."""
     item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
+    if not _announces(item.config) and any(item.iter_markers("cassette")):
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.cassette needs the proxy to know the current test, and xdist workers inside "
+            "`cassette run` share one proxy: run `pytest -n N` on its own, or without -n"
+        )
     _announce(item.config, item.nodeid)
 
 
@@ -208,8 +269,22 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if session.config.getini("cassette") and not _is_xdist_controller(session.config):
-        _start(session.config)
+    config = session.config
+    if config.getini("cassette") and not _is_xdist_controller(config):
+        proxy = _start(config)
+        if isinstance(proxy, OuterProxy) and not _is_xdist_worker(config):
+            _say_outer(config, proxy)
+    elif config.getini("cassette") and (outer := _outer(config)) is not None:
+        _say_outer(config, outer)
+
+
+def _say_outer(config: pytest.Config, outer: OuterProxy) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_line(
+            f"cassette: using the proxy of the enclosing `cassette run` ({outer.url}, {outer.settings.mode}, "
+            f"{outer.settings.dir}) instead of starting another; `cassette run` prints the summary"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -242,6 +317,10 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     report = Report.merged(reports)
     terminalreporter.write_line(report.summary())
+    hosts = _settings(config, mitmdump="").controlled_hosts()
+    silence = silent_run.warning(report, os.environ, hosts, hosts_flag="the cassette_hosts setting")
+    if silence:
+        terminalreporter.write_line(silence)
     # Under xdist the controller holds every worker's test reports as well as their run reports.
     failed = {r.nodeid for name in ("failed", "error") for r in terminalreporter.stats.get(name, [])}
     missed = {test: n for test, n in report.tests_with_misses().items() if test in failed}
@@ -252,24 +331,25 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def cassette_proxy(pytestconfig: pytest.Config) -> launcher.RunningProxy:
-    """The session's running proxy (one per xdist worker); starts it if the suite did not opt in globally."""
+def cassette_proxy(pytestconfig: pytest.Config) -> launcher.RunningProxy | OuterProxy:
+    """The session's running proxy (one per xdist worker, or the enclosing `cassette run`'s); starts it if the suite
+    did not opt in globally."""
     return _start(pytestconfig)
 
 
 @pytest.fixture(scope="session")
-def cassette_proxy_url(cassette_proxy: launcher.RunningProxy) -> str:
+def cassette_proxy_url(cassette_proxy: launcher.RunningProxy | OuterProxy) -> str:
     """The forward proxy's URL, e.g. http://127.0.0.1:41234."""
     return cassette_proxy.url
 
 
 @pytest.fixture(scope="session")
-def cassette_base_urls(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
+def cassette_base_urls(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """Reverse-mode base URLs by name (cassette_reverse setting), e.g. {"openai": "http://127.0.0.1:41235/v1"}."""
     return dict(cassette_proxy.base_urls)
 
 
 @pytest.fixture
-def cassette_env(cassette_proxy: launcher.RunningProxy) -> dict[str, str]:
+def cassette_env(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """A complete environment for subprocesses (any runtime) that sends their API calls through the proxy."""
-    return cassette_proxy.client_env(os.environ, base_urls=False)
+    return cassette_proxy.client_env(os.environ)

@@ -3,6 +3,7 @@ dry runs, and the exit status that gates CI."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -80,7 +81,7 @@ def test_a_missing_path_is_named(capsys):
 def test_dry_run_reports_and_writes_nothing(tmp_path, capsys):
     write_vcr(tmp_path / "a.yaml", "one", "1")
     code, out = run(capsys, "a.yaml", "--dir", "cassettes", "--dry-run")
-    assert code == 0 and "dry run, nothing written" in out and "1 imported" in out
+    assert code == 0 and "dry run, nothing written" in out and "1 imported" in out, out
     assert not (tmp_path / "cassettes").exists()
 
 
@@ -108,3 +109,66 @@ def test_files_outside_the_working_folder_are_named_from_the_folder_given(tmp_pa
     origins = sorted(load(p)["recorded_with"]["imported_from"] for p in cassette_files(Path("imported")))
     assert origins == ["vcr: cassettes/test_a/test_chat.yaml", "vcr: cassettes/test_b/test_chat.yaml"]
     assert str(tmp_path) not in "".join(p.read_text() for p in cassette_files(Path("imported")))
+
+
+def test_hostile_files_are_refused_each_naming_its_limit_and_the_others_are_imported(tmp_path, capsys):
+    folder = tmp_path / "tests" / "cassettes"
+    write_vcr(folder / "test_good.yaml", "one", "1")
+    anchors = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    anchors += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 10)]
+    (folder / "test_bomb.yaml").write_text("\n".join(anchors) + "\n")
+    (folder / "test_deep.yaml").write_text("[" * 50_000 + "]" * 50_000)
+    (folder / "test_deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    code, out = run(capsys, "tests", "--dir", "imported")
+    assert code == 1, out
+    assert "UNREADABLE tests/cassettes/test_bomb.yaml: its YAML aliases expand to more than 100000 nodes" in out
+    assert "UNREADABLE tests/cassettes/test_deep.yaml: nests deeper than 100 levels, the limit" in out
+    assert "tests/cassettes/test_deep.json: nests deeper than 100 levels, the limit" in out
+    assert "1 file(s), 2 unreadable into imported: 1 imported" in out  # the JSON one is `ignored`: a folder's .json
+    assert len(cassette_files(tmp_path / "imported")) == 1
+
+
+def test_gzipped_cassettes_in_a_folder_are_found_and_read(tmp_path, capsys):
+    plain = write_vcr(tmp_path / "tests" / "cassettes" / "test_chat.yaml", "one", "1")
+    zipped = plain.with_name("test_chat.yaml.gz")
+    zipped.write_bytes(gzip.compress(plain.read_bytes().replace(b"one", b"two")))
+    plain.unlink()
+    code, out = run(capsys, "tests", "--dir", "imported")
+    assert code == 0, out
+    assert "<- tests/cassettes/test_chat.yaml.gz#1" in out and "1 imported" in out
+
+
+def test_anything_left_out_fails_the_command_and_the_summary_says_so(tmp_path, capsys):
+    write_vcr(tmp_path / "a.yaml", "one", "1")
+    code, out = run(capsys, "a.yaml", "--dir", "cassettes", "--hosts", "api.anthropic.com")
+    assert code == 1
+    assert "SKIPPED   a.yaml#1: POST https://api.openai.com/v1/chat/completions: host api.openai.com is not" in out
+    assert "1 interaction(s) and 0 file(s) not imported" in out
+    assert run(capsys, "a.yaml", "--dir", "cassettes")[0] == 0
+
+
+def test_key_header_adds_to_the_defaults_as_in_run(tmp_path, capsys):
+    write_vcr(tmp_path / "a.yaml", "one", "1")
+    assert (
+        run(capsys, "a.yaml", "--dir", "cassettes", "--key-header", "X-Tenant", "--ignore-value", "pydantic-ai")[0] == 0
+    )
+    [path] = cassette_files(tmp_path / "cassettes")
+    keyed_with = load(path)["keyed_with"]
+    assert keyed_with["key_headers"] == ["anthropic-version", "anthropic-beta", "openai-beta", "x-tenant"]
+    assert keyed_with["ignore_values"] == ["pyd_ai_[0-9a-f]{32}"]
+    code, out = run(capsys, "a.yaml", "--dir", "cassettes", "--key-header", "authorization")
+    assert code == 2 and "--key-header: 'authorization' carries a credential" in out
+
+
+def test_the_test_scope_files_pytest_recordings_layout_under_each_test(tmp_path, capsys):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_chat.py").write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    for test in ("test_one", "test_two"):
+        write_vcr(tmp_path / "tests" / "cassettes" / "test_chat" / f"{test}.yaml", "same prompt", test)
+    write_vcr(tmp_path / "tests" / "cassettes" / "test_chat" / "test_gone.yaml", "same prompt", "gone")
+    code, out = run(capsys, "tests/cassettes", "--dir", "cassettes", "--scope", "test")
+    assert code == 1  # test_gone's file names no test
+    assert "test scope: no test module in tests/test_chat.py defines test_gone, which the file is named after" in out
+    names = sorted(p.relative_to(tmp_path / "cassettes").as_posix().split("/api.openai.com")[0]
+                   for p in cassette_files(tmp_path / "cassettes"))  # fmt: skip
+    assert names == ["tests/tests/test_chat.py/test_one", "tests/tests/test_chat.py/test_two"]

@@ -5,10 +5,13 @@ request gets the very key and path the proxy gives the same request when it reco
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import sys
 from pathlib import Path
 
 import anthropic
+import cassette_command
 import httpx
 import openai
 import pytest
@@ -232,7 +235,9 @@ def test_polly_shaped_har_imports_and_answers_the_sdk_with_skips_reported(
     code, out = import_into(capsys, cassette_dir, har_file)
     assert code == 1, out  # the broken last entry needs a person
     assert "2 imported" in out and "2 skipped" in out and "1 invalid" in out
-    assert "status 429; the proxy records only 2xx (pass --keep-errors" in out
+    assert (
+        "status 429 is not among the statuses the proxy records (cassette_record_statuses; pass --record-status" in out
+    )
     assert "host cdn.example.com is not under cassette control" in out
     assert "recording.har#5" in out and "not a HAR entry" in out
     stream = next(c for c in cassettes(cassette_dir).values() if c["request"]["body"].get("stream"))
@@ -337,3 +342,187 @@ def test_a_pytest_recording_suite_switches_to_the_proxy_with_its_recordings(
     after.assert_outcomes(passed=2)
     after.stdout.fnmatch_lines(["cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough"])
     assert https_upstream.count == served
+
+
+# LangChain's recordings -----------------------------------------------------------------------------------------
+
+SDK_CALLS = """
+import json, anthropic, openai
+
+def calls(openai_key, anthropic_key, anthropic_version=None):
+    client = openai.OpenAI(api_key=openai_key, max_retries=0)
+    chat = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hello"}])
+    stream = client.responses.create(model="gpt-5-nano", input="stream me", stream=True)
+    streamed = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
+    vectors = client.embeddings.create(model="text-embedding-3-small", input=["a cat"])
+    claude = anthropic.Anthropic(api_key=anthropic_key, max_retries=0)
+    message = claude.messages.create(
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "bonjour"}]
+    )
+    return [chat.choices[0].message.content, streamed, len(vectors.data[0].embedding), message.content[0].text]
+"""
+
+
+def partner_redaction(request):
+    """langchain-openai's and langchain-anthropic's `remove_request_headers` (tests/conftest.py): every header value
+    and the URI replaced, so that a cassette replays whether the suite talks to the API or to a gateway."""
+    for name in request.headers:
+        request.headers[name] = "**REDACTED**"
+    request.uri = "**REDACTED**"
+    return request
+
+
+def partner_response_redaction(response: dict) -> dict:
+    for name in response["headers"]:
+        response["headers"][name] = "**REDACTED**"
+    return response
+
+
+def langchain_cassette(folder: Path, name: str):
+    """VCR configured as a LangChain partner package configures it: langchain_tests' base config, serializer and
+    persister (gzip'd YAML), matching on method and body, everything redacted."""
+    from langchain_tests.conftest import CustomPersister, CustomSerializer, base_vcr_config
+
+    config = base_vcr_config()
+    config["match_on"] = [m for m in config["match_on"] if m != "uri"]
+    config |= {
+        "before_record_request": partner_redaction,
+        "before_record_response": partner_response_redaction,
+        "serializer": "yaml.gz",
+        "path_transformer": vcr.VCR.ensure_suffix(".yaml.gz"),
+        "cassette_library_dir": str(folder),
+        "record_mode": "all",
+    }
+    recorder = vcr.VCR()
+    recorder.register_persister(CustomPersister())
+    recorder.register_serializer("yaml.gz", CustomSerializer())
+    return recorder.use_cassette(name, **config)
+
+
+def test_langchain_tests_cassettes_import_and_replay_with_the_real_sdks_under_cassette_run_strict(
+    https_upstream, start_proxy, client_env, cassette_dir, tmp_path, capsys
+):
+    namespace: dict = {}
+    exec(SDK_CALLS, namespace)
+    client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
+    folder = tmp_path / "libs" / "partners" / "openai" / "tests" / "cassettes"  # as in the langchain repository
+    with langchain_cassette(folder, "test_agent"):
+        answers = namespace["calls"](FAKE_OPENAI_KEY, FAKE_ANTHROPIC_KEY)
+    [recorded] = folder.iterdir()
+    assert recorded.name == "test_agent.yaml.gz" and recorded.read_bytes()[:2] == b"\x1f\x8b"
+    assert b"**REDACTED**" in gzip.decompress(recorded.read_bytes())
+
+    version = anthropic._constants.ANTHROPIC_API_VERSION  # what this SDK sends, the value the recording lost
+    code, out = import_into(capsys, cassette_dir, folder, args=("--redacted-header", f"anthropic-version={version}"))
+    assert code == 0, out
+    assert "4 imported" in out
+    urls = sorted(c["request"]["url"] for c in cassettes(cassette_dir).values())
+    assert urls == [
+        "https://api.anthropic.com/v1/messages",
+        "https://api.openai.com/v1/chat/completions",
+        "https://api.openai.com/v1/embeddings",
+        "https://api.openai.com/v1/responses",
+    ]
+    assert not [p for p in cassette_files(cassette_dir) if "REDACTED**" in p.read_text()]
+    assert_no_secrets(cassette_dir)
+
+    script = tmp_path / "agent.py"
+    script.write_text(SDK_CALLS + f"\nprint(json.dumps(calls({FAKE_OPENAI_KEY!r}, {FAKE_ANTHROPIC_KEY!r})))\n")
+    served = https_upstream.count
+    replay = cassette_command.cassette(
+        "run", "--strict", "--dir", str(cassette_dir), "--", sys.executable, str(script), cwd=tmp_path
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert json.loads(replay.stdout.splitlines()[-1]) == answers
+    assert "4 hits, 0 misses" in replay.stderr and https_upstream.count == served
+
+
+PARTNER_CONFTEST = """
+import pytest
+from langchain_tests.conftest import CustomPersister, CustomSerializer, base_vcr_config
+from vcr import VCR
+
+
+def remove_request_headers(request):
+    for name in request.headers:
+        request.headers[name] = "**REDACTED**"
+    request.uri = "**REDACTED**"
+    return request
+
+
+@pytest.fixture(scope="session")
+def vcr_config():
+    config = base_vcr_config()
+    config["match_on"] = [m for m in config["match_on"] if m != "uri"]
+    config["before_record_request"] = remove_request_headers
+    config["serializer"] = "yaml.gz"
+    config["path_transformer"] = VCR.ensure_suffix(".yaml.gz")
+    return config
+
+
+def pytest_recording_configure(config, vcr):
+    vcr.register_persister(CustomPersister())
+    vcr.register_serializer("yaml.gz", CustomSerializer())
+"""
+
+PARTNER_TESTS = """
+import json, os
+import openai
+import pytest
+
+
+def ask(request):
+    client = openai.OpenAI(api_key="{key}", max_retries=0, default_headers={{"x-fake-numbered": "1"}})
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "same"}}])
+    with open(os.environ["ANSWERS"], "a") as answers:
+        answers.write(json.dumps([request.node.nodeid, reply.choices[0].message.content]) + "\\n")
+
+
+@pytest.mark.vcr
+def test_first(request):
+    ask(request)
+
+
+class TestChat:
+    @pytest.mark.vcr
+    def test_second(self, request):
+        ask(request)
+"""
+
+
+def test_a_langchain_suite_imported_per_test_replays_each_tests_own_answer_under_the_plugin(
+    pytester, https_upstream, start_proxy, client_env, monkeypatch, capsys
+):
+    """Two tests send the identical request and got different answers: a shared import would keep one (a
+    collision); `--scope test` gives each test its own, and the plugin's test scope replays them."""
+    client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
+    monkeypatch.setenv("ANSWERS", str(pytester.path / "recorded.jsonl"))
+    pytester.makeconftest(PARTNER_CONFTEST)
+    (pytester.path / "tests" / "integration_tests").mkdir(parents=True)
+    module = pytester.path / "tests" / "integration_tests" / "test_chat.py"
+    module.write_text(PARTNER_TESTS.format(key=FAKE_OPENAI_KEY))
+    pytester.makeini("[pytest]\nmarkers = vcr\n")
+    pytester.runpytest_subprocess("--record-mode=once", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    recordings = sorted(p.name for p in (pytester.path / "tests" / "cassettes").iterdir())  # one flat folder
+    assert recordings == ["TestChat.test_second.yaml.gz", "test_first.yaml.gz"]
+    recorded = [json.loads(line) for line in (pytester.path / "recorded.jsonl").read_text().splitlines()]
+    assert recorded[0][1] != recorded[1][1]  # the same request, two answers
+
+    assert cli.main(["import", "tests/cassettes", "--dir", "cassettes", "--scope", "test"]) == 0
+    out = capsys.readouterr().out
+    assert "2 imported" in out and "COLLIDED" not in out
+
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANSWERS", str(pytester.path / "replayed.jsonl"))
+    (pytester.path / "conftest.py").write_text("")  # the suite drops VCR
+    module.write_text(PARTNER_TESTS.format(key=FAKE_OPENAI_KEY).replace("    @pytest.mark.vcr\n", "").replace(
+        "@pytest.mark.vcr\n", ""))  # fmt: skip
+    pytester.makeini("[pytest]\ncassette = true\ncassette_dir = cassettes\ncassette_scope = test\n")
+    served = https_upstream.count
+    after = pytester.runpytest_subprocess("-p", "no:recording", "-p", "no:cacheprovider")
+    after.assert_outcomes(passed=2)
+    after.stdout.fnmatch_lines(["cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough"])
+    assert https_upstream.count == served
+    replayed = [json.loads(line) for line in (pytester.path / "replayed.jsonl").read_text().splitlines()]
+    assert sorted(replayed) == sorted(recorded)

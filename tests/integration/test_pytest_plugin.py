@@ -106,6 +106,9 @@ def test_xdist_workers_each_run_their_own_proxy(pytester, suite_env):
 
 def test_fixtures_give_the_proxy_url_reverse_base_urls_and_a_subprocess_environment(pytester, suite_env):
     """Without `cassette = true` the suite opts in by asking for a fixture."""
+    pytester.makeini(
+        "[pytest]\ncassette_reverse =\n    openai=https://api.openai.com\n    anthropic=https://api.anthropic.com\n"
+    )
     pytester.makepyfile(
         test_fixtures=f"""
         import subprocess, sys
@@ -131,3 +134,36 @@ def test_fixtures_give_the_proxy_url_reverse_base_urls_and_a_subprocess_environm
     result = pytester.runpytest_subprocess("--cassette-mode=record")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["cassette: record: 1 hits, 0 misses, 1 recorded, 1 upstream, 0 passthrough"])
+
+
+def test_a_bare_client_takes_the_reverse_route_the_suite_configured(pytester, suite_env):
+    """No fixture, no base URL in code: the plugin sets OPENAI_BASE_URL before collection."""
+    pytester.makeini("[pytest]\ncassette = true\ncassette_reverse =\n    openai=https://api.openai.com\n")
+    pytester.makepyfile(
+        test_app=f"""
+        import os
+        from openai import OpenAI
+
+        client = OpenAI(api_key="{FAKE_OPENAI_KEY}", max_retries=0)  # at import: before any fixture runs
+
+
+        def test_greeting():
+            assert str(client.base_url).startswith("http://127.0.0.1:") and client.base_url.path == "/v1/"
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}])
+            assert reply.choices[0].message.content == "echo: hi"
+
+
+        def test_a_miss_says_what_to_type():
+            import openai, pytest
+            with pytest.raises(openai.ConflictError) as missed:
+                client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "new"}}])
+            assert "To record it: `pytest --cassette-mode=record`" in missed.value.message
+        """
+    )
+    recorded = pytester.runpytest_subprocess("--cassette-mode=record", "-k", "greeting")
+    recorded.assert_outcomes(passed=1, deselected=1)
+    recorded.stdout.fnmatch_lines(["cassette: routes: forward 0, openai 1"])
+
+    replayed = pytester.runpytest_subprocess()
+    replayed.assert_outcomes(passed=2)
+    replayed.stdout.fnmatch_lines(["cassette: replay: 1 hits, 1 misses*", "cassette: routes: forward 0, openai 2"])

@@ -22,8 +22,10 @@ then `data: [DONE]`), the Responses API and Anthropic messages (`event:` +
 paths (`/model/<id>/converse`, `/invoke`, `/converse-stream`,
 `/invoke-with-response-stream`) answer like Bedrock, streams as AWS
 event-stream frames with valid CRCs (`application/vnd.amazon.eventstream`).
-Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON, `…:streamGenerateContent?alt=sse`
-a `data:` line per word, as google-genai reads them. An OAuth token endpoint (a path ending in
+Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON (a `functionCall` without an id, as
+Gemini answers, for the first declared function while no function response came back),
+`…:streamGenerateContent?alt=sse` a `data:` line per word, as google-genai reads them. The Responses API
+and Ollama's `/api/chat` answer whole JSON too when not streamed. An OAuth token endpoint (a path ending in
 `/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log;
 `GET /<tenant>/v2.0/.well-known/openid-configuration` the discovery document MSAL reads first. Stream
 headers: `x-fake-event-gap: 0.2` pauses between events, `x-fake-crlf: 1` ends
@@ -128,11 +130,14 @@ LIVE_TOKEN = "ya29.fake-LIVE-access-token-DO-NOT-STORE-0123456789"
 
 def last_user_text(body: dict) -> str:
     for content in reversed(body.get("contents") or []):  # Gemini: contents[].parts[].text
-        if isinstance(content, dict) and content.get("role", "user") == "user":
-            return " ".join(part.get("text", "") for part in content.get("parts", []) if isinstance(part, dict))
-    messages = body.get("messages") or []
-    for message in reversed(messages):
-        if message.get("role") == "user":
+        if not isinstance(content, dict) or content.get("role", "user") != "user":
+            continue
+        parts = [part for part in content.get("parts", []) if isinstance(part, dict)]
+        if any("text" in part for part in parts):  # not a function response
+            return " ".join(part.get("text", "") for part in parts)
+    messages = body.get("messages") or (body["input"] if isinstance(body.get("input"), list) else [])
+    for message in reversed(messages):  # chat messages, or the Responses API's input items (not embeddings' texts)
+        if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, list):
                 return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -151,6 +156,38 @@ def openai_chat(body: dict, text: str) -> dict:
         ],
         "usage": {"prompt_tokens": 5, "completion_tokens": len(text.split()), "total_tokens": 5 + len(text.split())},
     }
+
+
+def responses_message(body: dict, text: str) -> dict:
+    """A Responses API answer (`POST /v1/responses`, not streamed), as openai-agents reads it."""
+    n = len(text.split())
+    return {
+        "id": "resp_fake", "object": "response", "created_at": 1700000000, "model": body.get("model"),
+        "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "output": [{"id": "msg_fake", "type": "message", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": 5, "output_tokens": n, "total_tokens": 5 + n,
+                  "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
+    }  # fmt: skip
+
+
+def ollama_message(body: dict, text: str) -> dict:
+    """Ollama's `/api/chat` answer with `"stream": false`."""
+    return {"model": body.get("model"), "created_at": "2024-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop",
+            "prompt_eval_count": 5, "eval_count": len(text.split())}  # fmt: skip
+
+
+def gemini_tool_call(body: dict) -> dict | None:
+    """A `functionCall` without an id (as Gemini answers) for the first declared function, when the request declares
+    tools and its last turn is not a function response; else None (answer with text)."""
+    declared = [f for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []]
+    last = (body.get("contents") or [{}])[-1]
+    if not declared or any("functionResponse" in part for part in last.get("parts") or []):
+        return None
+    call = {"functionCall": {"name": declared[0]["name"], "args": {}}}
+    return {**gemini_response(""), "candidates": [{"content": {"role": "model", "parts": [call]}, "index": 0,
+                                                   "finishReason": "STOP"}]}  # fmt: skip
 
 
 def anthropic_message(body: dict, text: str) -> dict:
@@ -496,13 +533,17 @@ class Handler(BaseHTTPRequestHandler):
         elif path.endswith(":streamGenerateContent"):
             self.send_stream(gemini_stream(text), "text/event-stream", count)
         elif path.endswith(":generateContent"):
-            self.send_json(200, gemini_response(text), count)
+            self.send_json(200, gemini_tool_call(body) or gemini_response(text), count)
         elif path.endswith("/.well-known/openid-configuration"):
             self.send_json(200, openid_configuration(path), count)
         elif path.endswith("/token") and self.command == "POST":
             self.send_json(200, token_answer(path), count)
         elif path == "/api/chat" and isinstance(body, dict) and body.get("stream", True):
             self.send_stream(ollama_stream(body, text, error), "application/x-ndjson", count)
+        elif path == "/api/chat" and isinstance(body, dict):
+            self.send_json(200, ollama_message(body, text), count)
+        elif path.endswith("/responses") and isinstance(body, dict):
+            self.send_json(200, responses_message(body, text), count)
         elif path.endswith("/chat/completions"):
             self.send_json(200, openai_chat(body, text), count)
         elif path.endswith("/messages"):

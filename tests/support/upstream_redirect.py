@@ -12,8 +12,9 @@ class UpstreamRedirect:
         loader.add_option("fake_upstream", str, "", "scheme://127.0.0.1:port that every forwarded request goes to.")
 
     def request(self, flow: http.HTTPFlow) -> None:
-        timed_replay = getattr(flow.metadata.get("cassette"), "timed_replay", False)  # routed to the proxy itself
-        if flow.response or flow.error or not ctx.options.fake_upstream or timed_replay:
+        state = flow.metadata.get("cassette")  # a timed stream or a session is routed to the proxy itself
+        routed_here = getattr(state, "timed_replay", False) or getattr(state, "session_replay", False)
+        if flow.response or flow.error or not ctx.options.fake_upstream or routed_here:
             return
         scheme, address = ctx.options.fake_upstream.split("://", 1)
         host, port = address.rsplit(":", 1)

@@ -81,3 +81,18 @@ def test_a_decoder_built_once_refuses_what_json_loads_refuses(raw):
             loads(raw)
     else:
         assert same(loads(raw), expected)
+
+
+@given(value=values)
+def test_the_indented_writer_writes_what_the_stdlib_writes(value):
+    assert fast_json.indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_the_indented_writer_takes_what_the_stdlib_takes_and_refuses_the_rest():
+    value = {"t": (1, 2.5), 7: "int key", 2.5: "float key", None: [], True: {}, "nan": math.nan, "inf": -math.inf}
+    assert fast_json.indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
+    for bad in ({"a": {1, 2}}, {(1, 2): "tuple key"}):
+        with pytest.raises(TypeError):
+            json.dumps(bad, indent=2)
+        with pytest.raises(TypeError):
+            fast_json.indented(bad)

@@ -1,18 +1,24 @@
-"""The import conversion on its own (addon/importer.py): cassettes serialised by VCR.py's own serializers, HAR
-entries, and the rules the proxy applies when it records (key, sequences, collisions, redaction, dates)."""
+"""The import conversion on its own (core/importer.py): cassettes serialised by VCR.py's own serializers and by
+langchain_tests' serializer, HAR entries, and the rules the proxy applies when it records (key and its settings,
+statuses, sequences, collisions, redaction, dates), and what `load` would refuse."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import brotli
 import pytest
 from cassette_proxy.core import importer
 from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps
+from cassette_proxy.core.cassette_file import dumps, parse
+from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
 from cassette_proxy.core.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.core.recipe import make_recipe
+from cassette_proxy.core.recording_formats import read_recording
+from cassette_proxy.core.volatile import parse_value_patterns
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer, yamlserializer
@@ -42,11 +48,11 @@ def answer(text: str) -> bytes:
     return json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
 
 
-def run_plan(tmp_path: Path, *texts: bytes, settings=SETTINGS, replace: bool = False) -> list[importer.Outcome]:
+def run_plan(tmp_path: Path, *texts: bytes, settings=SETTINGS, replace: bool = False, **file) -> list[importer.Outcome]:
     files = []
     for n, text in enumerate(texts):
-        kind, entries = importer.read_recording(text, f"file{n}.yaml")
-        files.append(importer.RecordingFile(f"file{n}.yaml", kind, entries))
+        kind, entries = read_recording(text, f"file{n}.yaml")
+        files.append(importer.RecordingFile(f"file{n}.yaml", kind, entries, **file))
     return importer.plan(files, settings, tmp_path, replace=replace)
 
 
@@ -70,7 +76,7 @@ def test_both_vcr_serializers_give_the_key_of_the_same_request_facts(serializer,
         content_type="application/json",
     )
     cassette = json.loads(outcome.data)
-    assert cassette["key"] == key_of(identity(facts, ("anthropic-version", "anthropic-beta", "openai-beta")))
+    assert cassette["key"] == key_of(identity(facts, DEFAULT_KEY_HEADERS))
     assert cassette["request"]["url"] == API + "?a=1&b=2"  # sorted, the credential gone
     assert outcome.relative == f"api.openai.com/v1/chat/completions/{cassette['key']}.json"
     assert cassette["response"]["body"] == json.loads(answer("hello"))
@@ -114,6 +120,14 @@ def test_gzip_and_br_bodies_are_stored_decoded_and_an_sse_body_as_its_events(tmp
     assert all("content-encoding" not in b["headers"] for b in bodies)
 
 
+def test_a_body_that_decompresses_past_the_limit_is_refused_not_inflated(tmp_path, monkeypatch):
+    monkeypatch.setattr(importer, "MAX_RECORDING_BYTES", 1000)
+    bomb = gzip.compress(b"0" * 100_000)  # 100 kB from 150 bytes
+    text = vcr_text([(chat_request("bomb"), response(bomb, **{"content-encoding": "gzip"}))])
+    [outcome] = run_plan(tmp_path, text)
+    assert outcome.action == "invalid" and "decompresses to more than 1000 bytes" in outcome.detail
+
+
 def test_repeated_requests_become_a_sequence_and_only_trailing_repeats_are_left_out(tmp_path):
     same = chat_request("again?")
     answers = ["A", "A", "B", "B"]  # replay must give A, A, B, B: keep 1=A 2=A 3=B, the 4th repeats the 3rd
@@ -131,7 +145,21 @@ def test_a_different_answer_in_a_second_file_collides_and_the_same_one_is_a_dupl
     other = vcr_text([(chat_request("q"), response(answer("two")))])
     outcomes = run_plan(tmp_path, first, same, other)
     assert [o.action for o in outcomes] == ["imported", "duplicate", "collided"]
-    assert "file0.yaml#1 holds a different answer to the same request" in outcomes[2].detail
+    assert "file0.yaml#1 holds a different answer to the same request and was kept there" in outcomes[2].detail
+    assert outcomes[2].relative == outcomes[0].relative  # where the kept one is
+
+
+def test_answers_that_differ_only_in_volatile_headers_are_duplicates_and_a_content_type_is_not(tmp_path):
+    dated = response(answer("one"), age="10", expires="Tue, 04 Mar 2025 05:06:07 GMT", **{"x-request-id": "req_1"})
+    later = response(answer("one"), age="99", expires="Wed, 05 Mar 2025 05:06:07 GMT", **{"x-request-id": "req_2"})
+    as_text = {**response(answer("one")), "headers": {"content-type": ["text/plain"]}}
+    outcomes = run_plan(
+        tmp_path, *(vcr_text([(chat_request("q"), r)]) for r in (dated, later, as_text))
+    )  # fmt: skip
+    assert [o.action for o in outcomes] == ["imported", "duplicate", "collided"]
+    assert "only its headers differ: expires, x-request-id" in outcomes[1].detail  # `age` is never stored
+    trailing = run_plan(tmp_path, vcr_text([(chat_request("q"), dated), (chat_request("q"), later)]))
+    assert [o.action for o in trailing] == ["imported", "repeat"]  # not a sequence of two
 
 
 def test_a_cassette_already_on_disk_is_kept_when_it_answers_the_same_and_collides_otherwise(tmp_path):
@@ -150,7 +178,20 @@ def test_a_cassette_already_on_disk_is_kept_when_it_answers_the_same_and_collide
     assert replaced.action == "replaced" and b'"two"' in replaced.data
 
 
-def test_out_of_scope_hosts_and_error_statuses_are_skipped_unless_asked(tmp_path):
+@pytest.mark.parametrize(
+    ("status", "kept"),
+    [(200, True), (201, True), (400, True), (404, True), (422, True), (401, False), (429, False), (500, False)],
+)
+def test_the_statuses_kept_are_the_proxys_record_statuses(status, kept, tmp_path):
+    [outcome] = run_plan(tmp_path, vcr_text([(chat_request("q"), response(b'{"error": {}}', status=status))]))
+    assert (outcome.action == "imported") is kept
+    if not kept:
+        assert outcome.action == "skipped"
+        assert f"status {status} is not among the statuses the proxy records" in outcome.detail
+        assert f"--record-status {status}" in outcome.detail
+
+
+def test_record_statuses_and_hosts_follow_the_settings(tmp_path):
     text = vcr_text(
         [
             (chat_request("q", "https://cdn.example.com/x?key=SECRET"), response(b"{}")),
@@ -161,29 +202,98 @@ def test_out_of_scope_hosts_and_error_statuses_are_skipped_unless_asked(tmp_path
     assert [o.action for o in skipped] == ["skipped", "skipped"]
     assert "host cdn.example.com is not under cassette control" in skipped[0].detail
     assert "SECRET" not in skipped[0].detail
-    assert "status 500" in skipped[1].detail
-    asked = importer.import_settings(hosts=["*"], keep_errors=True)
+    asked = importer.import_settings(hosts=["*"], record_statuses=["2xx", "5xx"])
     assert [o.action for o in run_plan(tmp_path, text, settings=asked)] == ["imported", "imported"]
 
 
-def test_ignore_key_headers_and_redaction_follow_the_suites_options(tmp_path):
-    def request(trace: str) -> Request:
-        body = json.dumps({"model": "m", "metadata": {"trace_id": trace}, "messages": [{"content": "me@example.com"}]})
-        return Request("POST", API, body.encode(), {"content-type": "application/json", "x-tenant": "t1"})
+@pytest.mark.parametrize(
+    ("status", "headers", "problem"),
+    [
+        (0, {}, "status 0 is not an HTTP status"),
+        (999, {}, "status 999 is not an HTTP status"),
+        (200, {"x-note": "a\r\nset-cookie: injected=1"}, "holds a CR, LF or NUL character"),
+        (200, {"bad name": "x"}, "is not an HTTP header name"),
+    ],
+    ids=["status-0", "status-999", "crlf-in-value", "space-in-name"],
+)
+def test_what_the_proxy_would_refuse_is_never_written(status, headers, problem, tmp_path):
+    text = vcr_text([(chat_request("q"), response(answer("x"), status=status, **headers))])
+    settings = importer.import_settings(record_statuses=["1xx", "2xx", "3xx", "4xx", "5xx"])
+    [outcome] = run_plan(tmp_path, text, settings=settings)
+    assert outcome.action == "invalid" and outcome.data is None
+    assert problem in outcome.detail
 
-    settings = importer.import_settings(ignore=["metadata.trace_id"], key_headers=["x-tenant"], redact_specs=["pii"])
+
+def test_every_written_cassette_passes_the_proxys_own_validation(tmp_path):
+    """The check by construction: whatever the recording held, the bytes written are what `load` accepts."""
+    sse = b"event: response.created\ndata: {}\n\n"
+    text = vcr_text(
+        [
+            (chat_request("json"), response(answer("x"))),
+            (chat_request("sse"), {**response(sse), "headers": {"content-type": ["text/event-stream"]}}),
+            (chat_request("bytes"), {**response(b"\xff\xfe\x00"), "headers": {"content-type": ["image/png"]}}),
+        ]
+    )
+    outcomes = run_plan(tmp_path, text)
+    assert [o.action for o in outcomes] == ["imported"] * 3
+    for outcome in outcomes:
+        parse(outcome.relative, outcome.data)
+
+
+def test_key_settings_are_taken_as_run_takes_them_and_written_as_keyed_with(tmp_path):
+    """--key-header adds to the defaults, --ignore-value takes a preset by name (resolved as the addon resolves
+    it), and `keyed_with` is exactly what the recorder writes for the same settings."""
+
+    def request(trace: str, call: str) -> Request:
+        body = {"model": "m", "metadata": {"trace_id": trace}, "messages": [{"tool_call_id": call}]}
+        return Request("POST", API, json.dumps(body).encode(), {"content-type": "application/json", "x-tenant": "t1"})
+
+    settings = importer.import_settings(
+        key_headers=["X-Tenant"], ignore=["metadata.trace_id"], ignore_values=["pydantic-ai"]
+    )
+    first, second = f"pyd_ai_{'a' * 32}", f"pyd_ai_{'b' * 32}"
     outcomes = run_plan(
         tmp_path,
-        vcr_text([(request("1"), response(answer("x"))), (request("2"), response(answer("x")))]),
+        vcr_text([(request("1", first), response(answer("x"))), (request("2", second), response(answer("x")))]),
         settings=settings,
     )
-    assert [o.action for o in outcomes] == ["imported", "repeat"]  # the trace id is not in the key
+    assert [o.action for o in outcomes] == ["imported", "repeat"]  # the trace id and the made-up id are not keyed
     cassette = json.loads(outcomes[0].data)
+    recipe = make_recipe(["metadata.trace_id"], [*DEFAULT_KEY_HEADERS, "x-tenant"], ["pydantic-ai"])
+    assert cassette["keyed_with"] == recipe.to_json()
+    assert cassette["keyed_with"]["key_headers"] == [*DEFAULT_KEY_HEADERS, "x-tenant"]
+    assert cassette["keyed_with"]["ignore_values"] == [r"pyd_ai_[0-9a-f]{32}"]  # the preset's expression
     assert cassette["request"]["headers"] == {"x-tenant": "t1"}
-    assert cassette["request"]["body"]["messages"][0]["content"] == "[REDACTED:email]"
-    real = RequestFacts("POST", "https", "api.openai.com", 443, "/v1/chat/completions", [], {"x-tenant": "t1"},
-                        request("1").body, "application/json")  # fmt: skip
-    assert cassette["key"] == key_of(identity(real, ["x-tenant"], parse_ignore_paths(["metadata.trace_id"])))
+    facts = RequestFacts("POST", "https", "api.openai.com", 443, "/v1/chat/completions", [], {"x-tenant": "t1"},
+                         request("1", first).body, "application/json")  # fmt: skip
+    paths, patterns = parse_ignore_paths(["metadata.trace_id"]), parse_value_patterns(["pydantic-ai"])
+    assert cassette["key"] == key_of(identity(facts, recipe.key_headers, paths, patterns))
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"key_headers": ["authorization"]}, "--key-header: 'authorization' carries a credential"),
+        ({"ignore_values": ["("]}, "--ignore-value: value pattern '(' is not a regular expression"),
+        ({"ignore": ["messages..id"]}, "--ignore: invalid ignore path 'messages..id'"),
+        ({"record_statuses": ["2xy"]}, "--record-status: '2xy' is not a status"),
+        ({"redacted_url": "api.example.com/v1"}, "--redacted-url: 'api.example.com/v1' is not an http(s) URL"),
+        ({"redacted_headers": ["anthropic-version"]}, "--redacted-header: 'anthropic-version' is not NAME=VALUE"),
+    ],
+)
+def test_bad_settings_name_the_flag_and_the_value(arguments, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        importer.import_settings(**arguments)
+
+
+def test_a_redaction_that_changes_the_request_is_flagged_as_the_recorder_flags_it(tmp_path):
+    text = vcr_text([(chat_request("mail me at me@example.com"), response(answer("x")))])
+    [outcome] = run_plan(tmp_path, text, settings=importer.import_settings(redact_specs=["pii"]))
+    cassette = json.loads(outcome.data)
+    assert cassette["request"]["body"]["messages"][0]["content"] == "mail me at [REDACTED:email]"
+    assert cassette["keyed_with"]["request_redacted"] is True
+    [plain] = run_plan(tmp_path, vcr_text([(chat_request("hello"), response(answer("x")))]))
+    assert "request_redacted" not in json.loads(plain.data)["keyed_with"]
 
 
 def test_recorded_at_comes_from_the_recording_never_from_the_clock(tmp_path):
@@ -214,25 +324,6 @@ def test_pydantic_ai_parsed_bodies_and_old_httpx_responses_are_read(tmp_path):
     ).encode()  # fmt: skip
     bodies = [(c["request"]["body"], c["response"]["body"]) for c in written(run_plan(tmp_path, text)).values()]
     assert bodies == [({"model": "m", "messages": []}, {"id": "p"}), ({"model": "old"}, {"id": "old"})]
-
-
-def test_a_cassette_with_code_running_yaml_tags_is_refused():
-    text = b"interactions:\n- !!python/object/apply:os.system ['echo owned']\nversion: 1\n"
-    with pytest.raises(importer.UnreadableRecording, match="neither JSON nor YAML a VCR cassette can hold"):
-        importer.read_recording(text, "evil.yaml")
-
-
-@pytest.mark.parametrize(
-    ("text", "kind", "message"),
-    [
-        (b'{"hello": 1}', "auto", 'not a VCR cassette \\("interactions": \\[...\\]\\) or a HAR file'),
-        (b'{"log": {"entries": []}}', "vcr", r"not a VCR cassette .* \(it looks like har\)"),
-        (b"\xff\xfe", "auto", "not UTF-8 text"),
-    ],
-)
-def test_files_that_are_not_recordings_say_what_was_expected(text, kind, message):
-    with pytest.raises(importer.UnreadableRecording, match=message):
-        importer.read_recording(text, "f.json", kind)
 
 
 def test_har_entries_without_a_response_or_a_body_are_reported(tmp_path):
@@ -315,3 +406,46 @@ def test_a_vcr_body_in_an_encoding_whose_package_is_missing_is_reported_not_gues
     text = vcr_text([(chat_request("q"), response(b"\x8b\x00", **{"content-encoding": "br"}))])
     [outcome] = run_plan(tmp_path, text)
     assert outcome.action == "invalid" and "brotli" in outcome.detail
+
+
+def test_the_test_scope_files_each_interaction_under_its_tests_folder_and_keeps_sequences(tmp_path):
+    same = vcr_text([(chat_request("q"), response(answer("one"))), (chat_request("q"), response(answer("two")))])
+    other = vcr_text([(chat_request("q"), response(answer("three")))])
+    test_scope = importer.import_settings(scope="test")
+    files = [
+        importer.RecordingFile("a.yaml", *read_recording(same, "a.yaml"), test_ids=("tests/test_a.py::test_a",)),
+        importer.RecordingFile("b.yaml", *read_recording(other, "b.yaml"), test_ids=("tests/test_b.py::test_b",)),
+    ]
+    outcomes = importer.plan(files, test_scope, tmp_path)
+    assert [o.action for o in outcomes] == ["imported"] * 3  # the same request, three answers: no collision
+    key = json.loads(outcomes[0].data)["key"]
+    endpoint = "api.openai.com/v1/chat/completions"
+    assert [o.relative for o in outcomes] == [
+        f"tests/tests/test_a.py/test_a/{endpoint}/{key}.json",
+        f"tests/tests/test_a.py/test_a/{endpoint}/{key}.2.json",
+        f"tests/tests/test_b.py/test_b/{endpoint}/{key}.json",
+    ]
+    lost = importer.RecordingFile("c.yaml", *read_recording(other, "c.yaml"), scope_problem="no test module defines c")
+    [skipped] = importer.plan([lost], test_scope, tmp_path)
+    assert skipped.action == "skipped" and skipped.detail == "test scope: no test module defines c"
+
+
+def test_import_keys_with_the_framework_presets_and_the_path_scoped_default_hosts(tmp_path):
+    """The presets are on by default as in `cassette run`, so an openai-agents recording keys as the proxy keys
+    it; `chatgpt.com` is a default host for Codex's paths only."""
+
+    def agents_request(run: str, url: str = "https://api.openai.com/v1/responses") -> Request:
+        body = {"model": "gpt-5", "input": "hi", "prompt_cache_key": f"agents-sdk:run:{run * 32}"}
+        return Request("POST", url, json.dumps(body).encode(), {"content-type": "application/json"})
+
+    text = vcr_text([(agents_request("a"), response(answer("x"))), (agents_request("b"), response(answer("x")))])
+    assert [o.action for o in run_plan(tmp_path, text)] == ["imported", "repeat"]  # one made-up value: one key
+    without = importer.import_settings(frameworks=())
+    assert [o.action for o in run_plan(tmp_path, text, settings=without)] == ["imported", "imported"]
+    codex = vcr_text(
+        [
+            (agents_request("c", "https://chatgpt.com/backend-api/codex/responses"), response(answer("x"))),
+            (agents_request("c", "https://chatgpt.com/other"), response(answer("x"))),
+        ]
+    )
+    assert [o.action for o in run_plan(tmp_path, codex)] == ["imported", "skipped"]

@@ -213,7 +213,8 @@ def test_value_patterns_that_cannot_work_are_refused_naming_the_option(spec, rea
 def test_a_recipe_stores_resolved_expressions():
     recipe = make_recipe(["metadata"], ["Anthropic-Version"], ["pydantic-ai"])
     assert recipe.to_json() == {"recipe": 2, "ignore": ["metadata"], "key_headers": ["anthropic-version"],
-                                "ignore_values": [PRESETS["pydantic-ai"]]}  # fmt: skip
+                                "ignore_values": [PRESETS["pydantic-ai"]],
+                                "frameworks": ["langchain", "openai-agents", "pydantic-ai"]}  # fmt: skip
     assert parse_value_patterns(recipe.ignore_values)[0].label == "pyd_ai_"
 
 

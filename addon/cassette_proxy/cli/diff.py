@@ -19,6 +19,8 @@ from pathlib import Path
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
 from ..core.defaults import default_dir
 from ..core.diff import differences
+from ..core.session_conversation import client_message_changes, session_summary
+from ..core.session_file import is_session
 from ..core.summary import RequestSummary, ResponseSummary, fence, one_line, summarize_request, summarize_response
 
 BEHAVIOUR = ("status", "model", "finish_reason", "content")
@@ -87,13 +89,20 @@ def new_cassette(path: str, folder: Path, max_size: int = DEFAULT_MAX_SIZE) -> d
     return load(Path(path), folder_for(path, folder), max_size)
 
 
+def response_summary(cassette: dict) -> ResponseSummary:
+    """A session's answer is what the assistant said over the whole session (session_conversation.py)."""
+    return session_summary(cassette) if is_session(cassette) else summarize_response(cassette.get("response", {}))
+
+
 def compare(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
-    before, after = summarize_response(old.get("response", {})), summarize_response(new.get("response", {}))
+    before, after = response_summary(old), response_summary(new)
     changes = [
         (name, str(getattr(before, name)), str(getattr(after, name)))
         for name in BEHAVIOUR
         if getattr(before, name) != getattr(after, name)
     ]
+    if is_session(old) or is_session(new):
+        return changes, client_message_changes(old, new)
     other = [] if changes else differences(old.get("response", {}).get("body"), new.get("response", {}).get("body"))
     return changes, other
 
@@ -127,7 +136,7 @@ def _reviewed(rev: str, status: str, path: str, folder: Path) -> Entry:
         "new" if status == "A" else "re-recorded",
         path,
         summarize_request(new.get("request", {})),
-        summarize_response(new.get("response", {})),
+        response_summary(new),
     )
     if status != "A":
         entry.changes, entry.other = compare(old_cassette(rev, path), new)

@@ -39,6 +39,7 @@ from ..core.key import RequestFacts
 from ..core.location import cassette_files, endpoint_dir, relative_name
 from ..core.recipe import Recipe, facts_of, make_recipe, recipe_of, stored_key
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
+from ..core.session_file import is_session
 from ..core.stream_events import stream_kind
 from ..core.summary import one_line, summarize_request
 from ..launch import launcher
@@ -161,6 +162,8 @@ def plan(job_input: tuple[Path, str, dict], recipe: Recipe, scope: HostScope, en
     path, relative, cassette = job_input
     result = _result_for(relative, cassette)
     request = cassette["request"]
+    if is_session(cassette):  # re-sending its upgrade as a plain GET would compare nothing
+        return _unchecked(result, "a WebSocket session: drift re-sends HTTP requests only", Outcome.SKIPPED)
     if (cassette.get("keyed_with") or {}).get("request_redacted"):
         return _unchecked(result, "its stored request was redacted: re-sending it would send the placeholders")
     try:

@@ -1,9 +1,10 @@
-"""`cassette import`: VCR.py / pytest-recording cassettes and HAR files (Polly.js, browser devtools,
-mitmproxy) converted into cassettes, keyed and written exactly as the proxy records them.
+"""`cassette import`: VCR.py / pytest-recording cassettes, LangChain's `langchain_tests` cassettes and HAR files
+(Polly.js, browser devtools, mitmproxy), gzip'd or not, converted into cassettes keyed and written exactly as
+the proxy records them under the same settings.
 
-Exit status: 0 when every usable entry is in the folder; 1 when something needs a person (a collision,
-a file or an entry that could not be read); 2 when the command could not run (bad option, missing path).
-Entries skipped on purpose (a host out of scope, a non-2xx status) do not change the status.
+Exit status: 0 when every interaction is in the folder (imported, or already there); 1 when anything was left
+out (skipped, collided, invalid, or a file that could not be read): the summary says what and why; 2 when the
+command could not run (a bad option, a missing path).
 """
 
 from __future__ import annotations
@@ -11,10 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..core import importer
-from ..core.defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS, default_dir
+from ..core.cassette_file import CassetteError, read_limited
+from ..core.defaults import DEFAULT_HOSTS, default_dir
+from ..core.frameworks import DEFAULT_FRAMEWORKS
+from ..core.per_test import DEFAULT_SCOPE, SCOPES
+from ..core.record_statuses import DEFAULT_RECORD_STATUSES
+from ..core.recording_formats import FORMATS, LIBYAML, MAX_RECORDING_BYTES, UnreadableRecording, read_recording
+from ..core.vcr_test_ids import TestModules
+from . import proxy_flags
 
 _LABELS = {
     importer.IMPORTED: "imported",
@@ -25,32 +34,36 @@ _LABELS = {
     importer.DUPLICATE: "duplicate",
     importer.REPEAT: "repeat",
     importer.COLLIDED: "COLLIDED",
-    importer.SKIPPED: "skipped",
+    importer.SKIPPED: "SKIPPED",
     importer.INVALID: "INVALID",
 }
+LEFT_OUT = (importer.COLLIDED, importer.SKIPPED, importer.INVALID)
 
 
-def display_name(path: Path, argument: Path) -> str:
-    """The path as the summary and `imported_from` show it: relative to the working folder when inside it, else
-    from the PATH argument's own name down (`cassettes/test_mod/test_a.yaml`), so a re-import from the same
-    place writes the same bytes, two tests' files never share a name, and no home folder leaks into a cassette."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        pass
-    if argument == path:
-        return path.name
-    return (Path(argument.resolve().name) / path.resolve().relative_to(argument.resolve())).as_posix()
+def display_name(path: Path, argument: Path, cwd: Path) -> str:
+    """The path (resolved) as the summary and `imported_from` show it: relative to the working folder `cwd`
+    (resolved) when inside it, else from the PATH argument's own name down (`cassettes/test_mod/test_a.yaml`),
+    so a re-import from the same place writes the same bytes, two tests' files never share a name, and no home
+    folder leaks into a cassette."""
+    if path.is_relative_to(cwd):
+        return path.relative_to(cwd).as_posix()
+    real = argument.resolve()
+    return path.name if path == real else (Path(real.name) / path.relative_to(real)).as_posix()
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         settings = importer.import_settings(
             hosts=args.hosts or DEFAULT_HOSTS,
-            key_headers=args.key_header if args.key_header is not None else DEFAULT_KEY_HEADERS,
+            key_headers=args.key_header,
             ignore=args.ignore,
+            ignore_values=args.ignore_value,
+            frameworks=DEFAULT_FRAMEWORKS if args.frameworks is None else args.frameworks,
+            record_statuses=args.record_status or DEFAULT_RECORD_STATUSES,
             redact_specs=args.redact,
-            keep_errors=args.keep_errors,
+            scope=args.scope,
+            redacted_url=args.redacted_url,
+            redacted_headers=args.redacted_header,
         )
     except ValueError as e:
         print(f"cassette import: {e}")
@@ -59,25 +72,24 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"cassette import: no such file or folder: {', '.join(missing)}")
         return 2
+    if args.node_ids and not args.node_ids.is_file():
+        print(f"cassette import: --node-ids {args.node_ids}: no such file (write it with pytest --collect-only -q)")
+        return 2
     root = args.dir.expanduser().resolve()
     if root.exists() and not root.is_dir():
         print(f"cassette import: --dir {args.dir} exists and is not a folder")
         return 2
-    files, unreadable, ignored = [], [], []
-    for path, argument in importer.recording_files(args.paths, exclude=root):
-        name, named = display_name(path, argument), path == argument
+    files: list[str] = []
+    unreadable: list[str] = []
+    ignored: list[str] = []
+    planned = importer.outcomes(
+        _read_files(args, settings, root, files, unreadable, ignored), settings, root, args.replace
+    )
+    if args.dry_run:
+        outcomes = list(planned)
+    else:
         try:
-            kind, entries = importer.read_recording(path.read_bytes(), name, args.source_format)
-        except (OSError, importer.UnreadableRecording) as e:
-            problem = str(e) if isinstance(e, importer.UnreadableRecording) else f"{name}: {e.strerror or e}"
-            # A file found in a folder may be anything (fixtures, package.json); one named must be a recording.
-            (unreadable if named or path.suffix.lower() in (".yaml", ".yml", ".har") else ignored).append(problem)
-            continue
-        files.append(importer.RecordingFile(name, kind, entries))
-    outcomes = importer.plan(files, settings, root, replace=args.replace)
-    if not args.dry_run:
-        try:
-            importer.write(outcomes, root)
+            outcomes = importer.write(planned, root)
         except OSError as e:
             print(f"cassette import: could not write into {args.dir}: {e.strerror or e}")
             return 2
@@ -94,11 +106,48 @@ def run(args: argparse.Namespace) -> int:
     for problem in unreadable:
         print(f"UNREADABLE {problem}")
     _print_summary(args, files, unreadable, outcomes)
-    needs_a_person = any(o.action in (importer.COLLIDED, importer.INVALID) for o in outcomes)
-    return 1 if unreadable or needs_a_person else 0
+    return 1 if unreadable or any(o.action in LEFT_OUT for o in outcomes) else 0
 
 
-def _print_summary(args: argparse.Namespace, files: list, unreadable: list[str], outcomes: list) -> None:
+def _read_files(
+    args: argparse.Namespace,
+    settings: importer.ImportSettings,
+    root: Path,
+    files: list[str],
+    unreadable: list[str],
+    ignored: list[str],
+) -> Iterator[importer.RecordingFile]:
+    """The recordings found, one by one as they are read (their names kept in `files`); the problems of files
+    that should have been recordings go to `unreadable`, of those that need not to `ignored`."""
+    cwd = Path.cwd().resolve()
+    modules = TestModules(cwd, args.node_ids.read_text().splitlines() if args.node_ids else None)
+    for path, argument in importer.recording_files(args.paths, exclude=root):
+        name, named = display_name(path, argument, cwd), not argument.is_dir()
+        try:
+            kind, entries = read_recording(read_limited(path, None, MAX_RECORDING_BYTES), name, args.source_format)
+        except (OSError, CassetteError, UnreadableRecording) as e:
+            problem = f"{name}: {e.problem}" if isinstance(e, CassetteError) else str(e)
+            if isinstance(e, OSError):
+                problem = f"{name}: {e.strerror or e}"
+            # A file found in a folder may be anything (fixtures, package.json); one named must be a recording.
+            yaml_like = path.name.lower().removesuffix(".gz").endswith((".yaml", ".yml", ".har"))
+            (unreadable if named or yaml_like or isinstance(e, CassetteError) else ignored).append(problem)
+            continue
+        except Exception as e:  # a failure of ours: this file is reported, the others are read
+            unreadable.append(f"{name}: could not be read ({type(e).__name__}: {e}): a bug, please report it")
+            continue
+        test_ids, problem = (), ""
+        if settings.scope == "test":
+            try:
+                test_ids = tuple(modules.test_ids(path))
+            except ValueError as e:
+                problem = str(e)
+        folders = tuple(folder.name for folder in path.parents if folder.name)
+        files.append(name)
+        yield importer.RecordingFile(name, kind, entries, folders, test_ids, problem)
+
+
+def _print_summary(args: argparse.Namespace, files: list[str], unreadable: list[str], outcomes: list) -> None:
     counts = Counter(o.action for o in outcomes)
     parts = [f"{counts[action]} {_LABELS[action].lower()}" for action in _LABELS if counts[action]]
     print(
@@ -113,6 +162,17 @@ def _print_summary(args: argparse.Namespace, files: list, unreadable: list[str],
             "answers (<key>.2.json, ...): they replay in order under cassette_repeats=sequence; "
             "under the default reuse every call gets the first"
         )
+    left_out = sum(counts[action] for action in LEFT_OUT)
+    if left_out or unreadable:
+        print(
+            f"cassette import: {left_out} interaction(s) and {len(unreadable)} file(s) not imported (the lines in "
+            "capitals say why); check what was: cassette ls, then replay the suite with cassette run --strict"
+        )
+    if not LIBYAML and any(name.lower().removesuffix(".gz").endswith((".yaml", ".yml")) for name in files):
+        print(
+            "cassette import: note: this PyYAML has no libyaml, so YAML was read by the pure-Python loader (about "
+            "20x slower); PyYAML's wheels ship libyaml: pip install --force-reinstall --only-binary pyyaml pyyaml"
+        )
 
 
 def _sequence_number(relative: str) -> int:
@@ -124,54 +184,52 @@ def _sequence_number(relative: str) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="convert VCR.py / pytest-recording cassettes and HAR files into cassettes, keyed as the proxy keys",
+        help="convert VCR.py / pytest-recording / langchain_tests cassettes and HAR files into cassettes, keyed as "
+        "the proxy keys",
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument(
-        "paths",
-        nargs="+",
-        type=Path,
-        metavar="PATH",
-        help="VCR cassettes (YAML or JSON), HAR files, or folders of them",
-    )
+        "paths", nargs="+", type=Path, metavar="PATH",
+        help="VCR cassettes (YAML or JSON), langchain_tests cassettes, HAR files, each maybe gzip'd, or folders of them",
+    )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder to write into")
     parser.add_argument(
-        "--from",
-        dest="source_format",
-        choices=("auto", *importer.FORMATS),
-        default="auto",
+        "--from", dest="source_format", choices=("auto", *FORMATS), default="auto",
         help="the recordings' format (default: recognised from each file's content)",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--hosts",
-        action="append",
-        metavar="GLOB",
+        "--hosts", action="append", metavar="GLOB",
         help="a host under cassette control, as the suite's cassette_hosts; repeat it (default: the known LLM APIs)",
-    )
+    )  # fmt: skip
+    proxy_flags.add_key_settings(parser)  # exactly as `cassette run` takes them: the same keys
     parser.add_argument(
-        "--key-header",
-        action="append",
-        metavar="NAME",
-        help="a request header in the key, as the suite's cassette_key_headers; repeat it; given, it replaces "
-        f"the default ({', '.join(DEFAULT_KEY_HEADERS)})",
-    )
+        "--record-status", action="append", metavar="STATUS",
+        help="A status (or class such as 2xx) to import, as the suite's cassette_record_statuses; repeat it; given, "
+        f"it replaces the default ({', '.join(DEFAULT_RECORD_STATUSES)})",
+    )  # fmt: skip
     parser.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="a body field left out of the key, as the suite's cassette_ignore (messages.*.id); repeat it",
-    )
-    parser.add_argument(
-        "--redact",
-        action="append",
-        default=[],
-        metavar="RULE",
+        "--redact", action="append", default=[], metavar="RULE",
         help="a redaction rule, as the suite's cassette_redact (pii, /target/regex/replacement); repeat it",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--keep-errors", action="store_true", help="also import 4xx/5xx responses (the proxy records only 2xx)"
-    )
+        "--scope", choices=SCOPES, default=DEFAULT_SCOPE,
+        help="test: each file's interactions go to the folder of the test it is named after (cassette_scope = test; "
+        "run from the folder pytest runs in); shared (default): one folder for all",
+    )  # fmt: skip
+    parser.add_argument(
+        "--node-ids", type=Path, metavar="FILE",
+        help="with --scope test: the suite's node ids, one a line (pytest --collect-only -q > FILE), so that a file "
+        "named without parameters goes to every parametrization of its test, and inherited tests are found",
+    )  # fmt: skip
+    parser.add_argument(
+        "--redacted-url", metavar="URL",
+        help="where a request whose URI the recording redacted (**REDACTED**) went when the request does not show it "
+        "(its provider or endpoint unknown, a GET): https://api.groq.com/openai/v1/chat/completions",
+    )  # fmt: skip
+    parser.add_argument(
+        "--redacted-header", action="append", default=[], metavar="NAME=VALUE",
+        help="the value a key header had where the recording redacted it (anthropic-version=2023-06-01). Repeatable.",
+    )  # fmt: skip
     parser.add_argument(
         "--replace", action="store_true", help="overwrite a cassette that holds a different answer to the same request"
     )

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.defaults import DEFAULT_KEY_HEADERS, MITMDUMP_ARGS_VAR, MITMDUMP_VAR, MODES, default_dir
+from ..core.frameworks import PRESETS
+from ..core.hints import STARTERS
 from ..launch.launcher import (
     LauncherError,
     Settings,
@@ -33,6 +35,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-host", action="append", default=[], metavar="GLOB",
         help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
         "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--telemetry-sink", action="append", default=[], metavar="HOST/PATH",
+        help="Another telemetry sink (cassette_telemetry_sinks), e.g. otel-collector.example.com/v1/traces: answered "
+        "offline in replay like openai-agents' traces, LangSmith, Langfuse and Logfire, never recorded. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-telemetry", dest="telemetry", action="store_false",
+        help="Treat the known telemetry sinks as any other request (cassette_telemetry=false): recorded when in "
+        "scope, refused offline in replay when not.",
     )  # fmt: skip
     parser.add_argument(
         "--only-reverse", action="store_true",
@@ -66,7 +78,7 @@ def add_folder_and_hosts(parser: argparse.ArgumentParser) -> None:
 
 
 def add_key_settings(parser: argparse.ArgumentParser) -> None:
-    """The key settings (--ignore, --key-header, --ignore-value): also `cassette drift`'s."""
+    """The key settings (--ignore, --key-header, --ignore-value, --frameworks): also `cassette drift`'s."""
     parser.add_argument(
         "--ignore", action="append", default=[], metavar="PATH",
         help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
@@ -79,6 +91,12 @@ def add_key_settings(parser: argparse.ArgumentParser) -> None:
         "--ignore-value", action="append", default=[], metavar="REGEX",
         help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
         "values are keyed as numbered placeholders. Repeatable.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
+        help="Framework presets to key with (cassette_frameworks), replacing the default of all: "
+        f"{', '.join(sorted(PRESETS))}. The values these frameworks make up on every run are keyed as placeholders; "
+        "--frameworks with no name turns them all off.",
     )  # fmt: skip
 
 
@@ -112,8 +130,13 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         ignore=args.ignore,
         key_headers=args.key_header,
         ignore_values=args.ignore_value,
+        frameworks=args.frameworks,
         allow_hosts=args.allow_host,
+        telemetry=getattr(args, "telemetry", True),  # `cassette drift` takes neither: its proxy is its own
+        telemetry_sinks=getattr(args, "telemetry_sink", []),
         only_reverse=only_reverse,
+        # How the user started it, for the proxy's hints: `cassette run` or `cassette serve` (drift never misses).
+        started_by=subcommand if (subcommand := getattr(args, "subcommand", "run")) in STARTERS else "run",
         proxy_ca_only=proxy_ca_only_by_default(mode, environ)
         if getattr(args, "proxy_ca_only", None) is None
         else args.proxy_ca_only,

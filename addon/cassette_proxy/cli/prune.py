@@ -20,8 +20,10 @@ import fnmatch
 import json
 from pathlib import Path
 
+from ..core.cassette_file import CassetteError, load
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
+from ..core.session_file import sidecar_of
 
 
 class Refusal(Exception):
@@ -84,10 +86,21 @@ def unused_cassettes(root: Path, used: set[str]) -> list[Path]:
     return [path for name, path in sorted(present.items()) if name not in used]
 
 
+def session_sidecar(path: Path) -> Path | None:
+    """The sidecar a session cassette keeps its audio in (session_file.py): it goes with the cassette."""
+    try:
+        return sidecar_of(path, load(path))
+    except (OSError, CassetteError):
+        return None
+
+
 def delete(paths: list[Path], root: Path) -> None:
     """Remove the files, then the folders they leave empty (never the cassette folder itself)."""
     for path in paths:
+        sidecar = session_sidecar(path)
         path.unlink()
+        if sidecar is not None:
+            sidecar.unlink(missing_ok=True)
         folder = path.parent
         while folder != root and not any(folder.iterdir()):
             folder.rmdir()

@@ -24,9 +24,11 @@ from pathlib import Path, PurePosixPath
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
+from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.key import identity, key_of
 from ..core.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
 from ..core.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
+from ..core.session_file import is_session
 from ..launch.launcher import LauncherError
 
 _NAME = re.compile(r"^([0-9a-f]{32})(?:\.([1-9][0-9]*))?\.json$")
@@ -42,12 +44,20 @@ class Overrides:
     key_headers: Sequence[str] | None = None
     """Added to the default key headers, as `cassette run --key-header` does."""
     ignore_values: Sequence[str] | None = None
+    frameworks: Sequence[str] | None = None
+    """The framework presets; None keeps a cassette's, and gives one recorded before presets existed all of them."""
 
-    def applied_to(self, recorded: Recipe) -> Recipe:
+    def applied_to(self, recorded: Recipe, has_frameworks: bool = True) -> Recipe:
+        """`has_frameworks`: whether the cassette's `keyed_with` names its framework presets at all."""
+        if self.frameworks is not None:
+            frameworks: Sequence[str] = self.frameworks
+        else:
+            frameworks = recorded.frameworks if has_frameworks else DEFAULT_FRAMEWORKS
         return make_recipe(
             recorded.ignore if self.ignore is None else [p for p in self.ignore if p.strip()],
             recorded.key_headers if self.key_headers is None else [*DEFAULT_KEY_HEADERS, *self.key_headers],
             recorded.ignore_values if self.ignore_values is None else [v for v in self.ignore_values if v.strip()],
+            frameworks,
         )
 
 
@@ -99,8 +109,8 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
         raise ValueError("not a cassette name (<32 hex>.json or <32 hex>.<n>.json)")
     cassette = load(path, root)  # rekey rewrites what it reads: a symlink out of the folder is refused, not copied in
     recorded = recipe_of(cassette) or FORMAT_1_RECIPE
-    target_recipe = overrides.applied_to(recorded)
     keyed_with = cassette.get("keyed_with") or {}
+    target_recipe = overrides.applied_to(recorded, "frameworks" in keyed_with)
     if keyed_with.get("request_redacted"):
         raise ValueError(
             "its request was changed by a redaction rule when stored, so its key cannot be recomputed; re-record it"
@@ -121,7 +131,7 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
     target = base / repeat_path(f"{stored}/{key}.json", int(match.group(2) or 1))
     updated = {
         **cassette,
-        "cassette_format": FORMAT_VERSION,
+        "cassette_format": cassette["cassette_format"] if is_session(cassette) else FORMAT_VERSION,
         "key": key,
         "keyed_with": target_recipe.to_json(),
     }
@@ -191,6 +201,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--ignore-value", action="append", metavar="REGEX",
         help="Value pattern or preset (repeatable), replacing the recorded ones; --ignore-value '' for none.",
     )  # fmt: skip
+    parser.add_argument(
+        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
+        help="Framework presets (cassette_frameworks), replacing the recorded ones; --frameworks with no name for "
+        "none. Not given: each cassette keeps its own, and one recorded before the presets existed gets all of them.",
+    )  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="Print what would move; write nothing.")
     parser.set_defaults(func=rekey)
 
@@ -199,7 +214,7 @@ def rekey(args: argparse.Namespace) -> int:
     root = Path(args.dir) if args.dir else default_dir()
     if not root.is_dir():
         raise LauncherError(f"cassette folder {str(root)!r} does not exist; pass --dir")
-    overrides = Overrides(args.ignore, args.key_header, args.ignore_value)
+    overrides = Overrides(args.ignore, args.key_header, args.ignore_value, args.frameworks)
     try:
         overrides.applied_to(FORMAT_1_RECIPE)
     except RecipeError as e:

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher
+from ..launch import launcher, silent_run
+from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -41,11 +42,18 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, _exit_on_signal)
     proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
     try:
-        status = _run_command(command, proxy.client_env(os.environ))
+        # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
+        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)})
     finally:
+        node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
     print(summary(report), file=sys.stderr)
-    failures = strict_failures(report) if args.strict else []
+    silence = (
+        silent_run.warning(report, os.environ, proxy.settings.controlled_hosts(), node_bypassed) if report else None
+    )
+    if silence:
+        print(silence, file=sys.stderr)
+    failures = [*strict_failures(report), *([silent_run.STRICT_FAILURE] if silence else [])] if args.strict else []
     if failures:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
         return status or 1

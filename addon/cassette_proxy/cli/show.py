@@ -10,6 +10,8 @@ from ..core.cassette_file import CassetteError, folder_for, load
 from ..core.conversation import conversation_from
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
+from ..core.session_conversation import session_lines
+from ..core.session_file import is_session
 from ..core.summary import one_line as short
 from ..core.summary import summarize_request, summarize_response, turn_lines
 from .ls import size
@@ -26,8 +28,10 @@ def show_text(path: Path, root: Path) -> str:
         f"recorded:  {cassette.get('recorded_at', '?')}" + (f" with {recorded_with}" if recorded_with else ""),
         f"size:      {size(path)}",
         f"request:   {asked.method} {asked.url}",
-        f"model:     {asked.model or '-'}",
     ]
+    if is_session(cassette):  # a WebSocket session: its turns, not a response body
+        return "\n".join([*lines, *session_lines(cassette)])
+    lines.append(f"model:     {asked.model or '-'}")
     turns = turn_lines(conversation_from(request))
     lines += ["messages:"] + [f"  {role}: {short(text, 200)}" for role, text in turns] if turns else []
     lines += [

@@ -29,9 +29,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import CassetteError, load, parse, read_limited
-from ..core.conversation import conversation_of, first_line
+from ..core.conversation import Conversation, conversation_of, first_line
 from ..core.defaults import default_dir
 from ..core.diff import ABSENT, changes
+from ..core.session_conversation import session_conversation
+from ..core.session_file import is_session
 from . import diff
 
 SNIPPET = 240
@@ -70,9 +72,14 @@ def _stat(entry: os.DirEntry) -> os.stat_result:
         return entry.stat(follow_symlinks=False)
 
 
+def conversation_in(cassette: dict) -> Conversation:
+    """A WebSocket session is read by its own reader (session_conversation.py), every other cassette by conversation.py."""
+    return session_conversation(cassette) if is_session(cassette) else conversation_of(cassette)
+
+
 def summary_of(cassette_id: str, cassette: dict, size: int) -> dict:
     """What the start page lists for one cassette: small, so the index of a big folder stays small."""
-    conversation = conversation_of(cassette)
+    conversation = conversation_in(cassette)
     host, _, path = conversation.url.split("://", 1)[-1].split("?", 1)[0].partition("/")
     answer = conversation.answer
     return {
@@ -107,8 +114,9 @@ def resolve_id(root: Path, cassette_id: str) -> Path | None:
     return path if os.path.lexists(path) and not path.is_dir() else None
 
 
-SUMMARY_FORMAT = 1
-"""Bumped when `summary_of` changes, so summaries cached by an older version are read again."""
+SUMMARY_FORMAT = 2
+"""Bumped when `summary_of` changes, so summaries cached by an older version are read again (2: WebSocket
+sessions, which an older version listed as unreadable)."""
 
 
 def default_cache_file(root: Path) -> Path:
@@ -241,7 +249,7 @@ def detail(root: Path, cassette_id: str) -> dict:
         "recorded_with": cassette.get("recorded_with") or {},
         "request_headers": request.get("headers") if isinstance(request.get("headers"), dict) else {},
         "response_headers": cassette["response"].get("headers") or {},
-        "conversation": conversation_of(cassette).to_json(),
+        "conversation": conversation_in(cassette).to_json(),
         "raw": raw_text,
     }
 

@@ -37,7 +37,7 @@
 
   function statusTag(status) {
     if (status === undefined || status === null) return null;
-    return tag(String(status), status >= 200 && status < 300 ? "good" : "bad");
+    return tag(String(status), (status >= 200 && status < 300) || status === 101 ? "good" : "bad"); // 101: a session
   }
 
   // -- filters ------------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@
     const events = answer.timeline || [];
     const node = el("div", "timeline");
     const timed = answer.first_event_ms !== null && answer.first_event_ms !== undefined;
-    node.append(el("h3", "", "Stream timeline"), el("p", "muted",
+    node.append(el("h3", "", answer.status === 101 ? "Session timeline" : "Stream timeline"), el("p", "muted",
       events.length + " events" + (timed ? "; first after " + answer.first_event_ms + " ms; longest gap " + answer.longest_gap_ms + " ms" : "; stored without timing")));
     const table = el("table", "", "", el("tr", "", "", el("th", "", "ms"), el("th", "", "gap"), el("th", "", "event"), el("th", "", "adds")));
     let previous = null;

@@ -31,7 +31,9 @@ def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
     """Delete the `.<name>.*.tmp` files a killed writer left behind; lookups never read them anyway."""
     now = time.time() if now is None else now
     removed = []
-    for tmp in root.rglob(".*.json.*.tmp") if root.is_dir() else ():
+    # `.bin`: a session's sidecar (session_file.py), written the same way.
+    temps = [*root.rglob(".*.json.*.tmp"), *root.rglob(".*.bin.*.tmp")] if root.is_dir() else []
+    for tmp in temps:
         try:
             if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
                 tmp.unlink()

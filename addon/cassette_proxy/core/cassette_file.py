@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from . import aws_eventstream
-from .fast_json import encoder
+from .fast_json import encoder, indented
 from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
 """2 adds `keyed_with` (the settings the key was computed under) and a multipart request's `content_type`."""
-READABLE_VERSIONS = (1, 2)
-"""A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over."""
+READABLE_VERSIONS = (1, 2, 3)
+"""A format-1 cassette replays as before: its key was computed by recipe 1, and `cassette rekey` carries it over.
+3 is a WebSocket session (session_file.py), the only kind written as 3, so that a proxy that predates sessions
+refuses one instead of answering its 101 with nothing behind it."""
 
 DROPPED_HEADERS = (
     CREDENTIAL_HEADERS
@@ -157,6 +159,8 @@ def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     try:
         if indent is None:
             return _compact_utf8(value).encode("utf-8")
+        if indent == 2:
+            return indented(value).encode("utf-8")  # json.dumps(indent=2) in half the time: every cassette written
         return json.dumps(value, indent=indent, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, indent=indent).encode("ascii")
@@ -319,6 +323,13 @@ def parse(path: Path | str, raw: bytes) -> dict:
     for side in ("request", "response"):
         _check_headers(path, side, cassette[side].get("headers", {}))
         _check_body(path, side, cassette[side])
+    if version == 3 or status == 101 or "session" in cassette:
+        if "session" not in cassette:
+            problem = f"response.status {status} or cassette_format 3 without a recorded session: nothing to replay"
+            raise CassetteError(path, f"{problem}; delete the file and record the session again")
+        from .session_file import check_session  # it builds on this module
+
+        check_session(path, cassette)
     return cassette
 
 

@@ -53,13 +53,33 @@ DEFAULT_HOSTS = (
     "api.jina.ai",
     "bedrock-runtime.*.amazonaws.com",
     "bedrock-agent-runtime.*.amazonaws.com",
+    "bedrock-mantle.*.api.aws",  # Bedrock's OpenAI-compatible endpoint (pydantic-ai's bedrock_mantle provider)
+    # ChatGPT's Codex backend, the default of langchain-openai's and pydantic-ai's Codex models: only its model
+    # paths, the rest of chatgpt.com is a web site
+    "chatgpt.com/backend-api/codex/*",
+    # OpenAI-compatible providers pydantic-ai's providers call by default
+    "api.moonshot.ai",
+    "api.z.ai",
+    "api.sambanova.ai",
+    "api.studio.nebius.com",
+    "api.inference.crusoecloud.com",
+    "dashscope.aliyuncs.com",  # Alibaba Qwen (mainland)
+    "dashscope-intl.aliyuncs.com",
+    "models.github.ai",  # GitHub Models
+    "api.githubcopilot.com",
+    "us.inference.heroku.com",
+    "oai.endpoints.kepler.ai.cloud.ovh.net",
+    "ai-gateway.vercel.sh",
+    "gateway.pydantic.info",  # the Pydantic AI Gateway
+    "api.meta.ai",
     # Token exchanges (see token_exchange.py): never stored, answered with a placeholder in replay. In scope so
     # that NO_PROXY cannot send them around the proxy, and so that the rest of an identity provider's traffic
     # (MSAL's OpenID discovery documents, no secret in them) records and replays like any API call.
     "oauth2.googleapis.com",
     "login.microsoftonline.com",
 )
-"""Hosts under cassette control by default; the addon's scope and the launcher's NO_PROXY wiring share it."""
+"""Hosts under cassette control by default, as globs, each optionally narrowed to paths (`HOST/PATH`); the addon's
+scope and the launcher's NO_PROXY wiring share it."""
 
 
 def default_mode(environ: os._Environ | dict | None = None) -> str:

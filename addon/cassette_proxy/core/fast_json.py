@@ -52,3 +52,110 @@ def decoder(**options: Any) -> Callable[[bytes | str], Any]:
         return built.decode(text)
 
     return loads
+
+
+_INFINITY = float("inf")
+
+
+def _float_text(value: float) -> str:
+    """A float as the stdlib writes it (`allow_nan=True`)."""
+    if value != value:
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def _key_text(key: Any) -> str:
+    """A dict key as the stdlib writes it: a string as is, the scalars it accepts as their JSON text."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float_text(key)
+    if key is True or key is False or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def indented(value: Any) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False)`, in half the time.
+
+    The stdlib writes an indented form with its pure-Python encoder, one generator per nesting level; every
+    cassette is written so (a recording, an import of hundreds). This appends to one list, dispatching on the
+    exact types JSON parsing gives first, with the stdlib's own C function for strings, and writes the same
+    text (tests/unit/test_fast_json.py compares them on generated values). A value the stdlib cannot write
+    raises TypeError as the stdlib does.
+    """
+    out: list[str] = []
+    append = out.append
+    string = _encoder.encode_basestring
+
+    def write(item: Any, indent: str) -> None:
+        kind = type(item)
+        if kind is str:
+            append(string(item))
+        elif kind is dict:
+            if not item:
+                append("{}")
+                return
+            inner = indent + "  "
+            separator = ",\n" + inner
+            append("{\n" + inner)
+            first = True
+            for key, element in item.items():
+                if first:
+                    first = False
+                else:
+                    append(separator)
+                append(string(key if type(key) is str else _key_text(key)) + ": ")
+                write(element, inner)
+            append("\n" + indent + "}")
+        elif kind is list or kind is tuple:
+            if not item:
+                append("[]")
+                return
+            inner = indent + "  "
+            separator = ",\n" + inner
+            append("[\n" + inner)
+            first = True
+            for element in item:
+                if first:
+                    first = False
+                else:
+                    append(separator)
+                write(element, inner)
+            append("\n" + indent + "]")
+        elif kind is int:
+            append(int.__repr__(item))
+        elif kind is float:
+            append(_float_text(item))
+        else:
+            write_other(item, indent)
+
+    def write_other(item: Any, indent: str) -> None:
+        """Singletons and subclasses, in the order the stdlib tests them."""
+        if item is None:
+            append("null")
+        elif item is True:
+            append("true")
+        elif item is False:
+            append("false")
+        elif isinstance(item, str):
+            append(string(item))
+        elif isinstance(item, int):
+            append(int.__repr__(item))
+        elif isinstance(item, float):
+            append(_float_text(item))
+        elif isinstance(item, list | tuple):
+            write(list(item), indent)
+        elif isinstance(item, dict):
+            write(dict(item.items()), indent)
+        else:
+            raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
+
+    write(value, "")
+    return "".join(out)

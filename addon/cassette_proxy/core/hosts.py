@@ -37,12 +37,37 @@ def is_loopback(host: str) -> bool:
 
 
 class HostScope:
-    """A set of host globs (`*` for every host) checked against normal host names."""
+    """Host globs (`*` for every host), each optionally narrowed to paths: `chatgpt.com/backend-api/codex/*`.
+
+    `host in scope` asks whether any entry names the host (what the seal and NO_PROXY need: a connection is to a
+    host, not a path); `covers(host, path)` whether a request is under cassette control.
+    """
 
     def __init__(self, globs: Iterable[str]) -> None:
-        self.globs = tuple(normal_host(g) for g in globs if g.strip())
+        entries = [g.strip() for g in globs if g.strip()]
+        whole = [normal_host(e) for e in entries if "/" not in e]
+        narrowed = [
+            (normal_host(host), f"/{path}") for host, _, path in (e.partition("/") for e in entries if "/" in e)
+        ]
+        self.globs = (*whole, *(host for host, _ in narrowed))
         # One regular expression for every glob: the scope is checked on every request.
-        self._pattern = re.compile("|".join(fnmatch.translate(g) for g in self.globs) or r"(?!)")
+        self._pattern = _alternation(self.globs)
+        self._whole = _alternation(whole)
+        self._narrowed = [
+            (re.compile(fnmatch.translate(host)), re.compile(fnmatch.translate(path))) for host, path in narrowed
+        ]
 
     def __contains__(self, host: str) -> bool:
         return self._pattern.match(normal_host(host)) is not None
+
+    def covers(self, host: str, path: str) -> bool:
+        """Whether a request for `host` and `path` (its query aside) is under cassette control."""
+        host = normal_host(host)
+        if self._whole.match(host) is not None:
+            return True
+        path = path.partition("?")[0]
+        return any(h.match(host) and p.match(path) for h, p in self._narrowed)
+
+
+def _alternation(globs: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(fnmatch.translate(g) for g in globs) or r"(?!)")

@@ -1,296 +1,58 @@
-"""Conversion of VCR.py / pytest-recording cassettes and HAR 1.2 files into cassettes of our own.
+"""Conversion of foreign recordings (read by recording_formats.py) into cassettes of our own.
 
 A team adopting the proxy should not have to re-record against the live API
 (money, time, and impossible for a retired model). The conversion is
 mechanical, so it must also be exact: an imported request gets the key the
-proxy computes for the same request on the wire, and its file is written as a
-recording would write it (the same request facts, body forms, stored headers,
-stream events and redaction). Pure: no mitmproxy import, so the `cassette`
-command runs it in any environment.
+proxy computes for the same request on the wire under the same settings, and
+its file is written as a recording would write it (the same request facts,
+body forms, stored headers, stream events, redaction and `keyed_with`), then
+read back with the proxy's own validation: nothing is written that `load`
+would refuse. Pure: no mitmproxy import, so the `cassette` command runs it in
+any environment.
 """
 
 from __future__ import annotations
 
-import base64
-import fnmatch
-import gzip
-import io
 import json
-import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
-
-import yaml
+from urllib.parse import parse_qsl, urlsplit
 
 from .. import __version__
 from . import redact
 from .atomic_write import write_atomic
-from .cassette_file import body_fields, dumps, events_fields, new_cassette, stored_headers
+from .cassette_file import (
+    DEFAULT_MAX_SIZE,
+    CassetteError,
+    body_fields,
+    dumps,
+    events_fields,
+    large_json_as_text,
+    new_cassette,
+    parse,
+    read_limited,
+    stored_headers,
+)
 from .defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
-from .key import DEFAULT_PORTS, RequestFacts, identity, key_of, parse_ignore_paths, public_url
-from .location import relative_name, repeat_path
-from .recipe import stored_request
+from .frameworks import DEFAULT_FRAMEWORKS
+from .hosts import HostScope
+from .key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts, identity, key_of, public_url
+from .location import MAX_NAME, relative_name, repeat_path, short_name
+from .per_test import DEFAULT_SCOPE, SCOPES, scoped_name
+from .recipe import Recipe, RecipeError, make_recipe, stored_request
+from .record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
+from .recording_formats import MAX_RECORDING_BYTES, RECORDING_SUFFIXES, Recorded, TooLarge, Unusable, inflate
 from .redact import Rule
+from .redacted_request import Rebuild, unredacted
 from .stream_events import split_events, stream_kind
-
-FORMATS = ("vcr", "har")
 
 UNDATED = "1970-01-01T00:00:00+00:00"
 """`recorded_at` of an interaction whose recording says nothing of its time (VCR stores none, and a response
 may lack a Date header). A fixed value keeps a re-import byte-identical; the epoch makes `cassette stale`
 list it, which is the honest answer to "how old is this?"."""
-
-RECORDING_SUFFIXES = (".yaml", ".yml", ".json", ".har")
-
-
-class UnreadableRecording(Exception):
-    """A file that is not a VCR cassette or a HAR file; the message says what was expected."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One request and its response as a foreign recording holds them, before any of our rules."""
-
-    source: str
-    """`<file>#<n>`: where it came from, 1-based, for the summary."""
-    method: str
-    url: str
-    request_headers: tuple[tuple[str, str], ...]
-    request_body: bytes
-    status: int
-    response_headers: tuple[tuple[str, str], ...]
-    response_body: bytes
-    """As recorded: still compressed when the recording kept the `content-encoding` (VCR without
-    `decode_compressed_response`)."""
-    recorded_at: str | None = None
-    receive_ms: float | None = None
-    """HAR `timings.receive`: how long the body took to arrive, spread over a stream's events."""
-    decoded: bool = False
-    """The bodies are decoded whatever the headers say: HAR holds decoded text (`content.text`, `postData.text`)."""
-
-
-@dataclass(frozen=True)
-class Unusable:
-    """An entry of a recording that cannot be imported, and why."""
-
-    source: str
-    reason: str
-    invalid: bool = False
-    """Broken or incomplete (needs a person), rather than left out on purpose (out of scope, an error status)."""
-
-
-# Reading the formats ---------------------------------------------------------------------------
-
-
-class _VcrLoader(yaml.SafeLoader):
-    """YAML's safe loader plus the harmless Python tags vcrpy itself writes and reads back.
-
-    VCR cassettes arrive in pull requests: `!!python/object` and friends would run code, so any
-    tag beyond these stays an error, as in vcrpy's own loader.
-    """
-
-
-def _construct_bytesio(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
-    mapping = loader.construct_mapping(node, deep=True)
-    state = mapping.get("state") or (b"",)
-    data = state[0] if state else b""
-    return data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
-
-
-_VcrLoader.add_constructor("tag:yaml.org,2002:python/str", lambda loader, node: loader.construct_scalar(node))
-_VcrLoader.add_constructor("tag:yaml.org,2002:python/unicode", lambda loader, node: loader.construct_scalar(node))
-_VcrLoader.add_constructor(
-    "tag:yaml.org,2002:python/tuple", lambda loader, node: tuple(loader.construct_sequence(node))
-)
-_VcrLoader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio)
-
-
-def detect_format(data: Any) -> str | None:
-    """`har` for `{"log": {"entries": …}}`, `vcr` for `{"interactions": …}`, else None."""
-    if isinstance(data, dict) and isinstance(data.get("log"), dict) and "entries" in data["log"]:
-        return "har"
-    if isinstance(data, dict) and "interactions" in data:
-        return "vcr"
-    return None
-
-
-def read_recording(raw: bytes, name: str, kind: str = "auto") -> tuple[str, list[Recorded | Unusable]]:
-    """The format and the entries of one file; raises UnreadableRecording when it is neither format."""
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UnreadableRecording(f"{name}: not UTF-8 text (byte {e.start}); VCR and HAR files are text") from None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        try:
-            data = yaml.load(text, Loader=_VcrLoader)  # a safe loader: vcrpy's harmless tags only
-        except yaml.YAMLError as e:
-            problem = str(e).splitlines()[0]
-            raise UnreadableRecording(f"{name}: neither JSON nor YAML a VCR cassette can hold ({problem})") from None
-    found = detect_format(data)
-    if found is None or (kind != "auto" and kind != found):
-        expected = {"vcr": 'a VCR cassette ("interactions": [...])', "har": 'a HAR file ("log": {"entries": [...]})'}
-        wanted = expected[kind] if kind in expected else " or ".join(expected.values())
-        raise UnreadableRecording(f"{name}: not {wanted}" + (f" (it looks like {found})" if found else ""))
-    entries = read_vcr(data, name) if found == "vcr" else read_har(data, name)
-    return found, entries
-
-
-def read_vcr(data: dict, name: str) -> list[Recorded | Unusable]:
-    """VCR.py / pytest-recording: `interactions: [{request: {method, uri, headers, body}, response: {...}}]`."""
-    interactions = data.get("interactions")
-    if not isinstance(interactions, list):
-        raise UnreadableRecording(f"{name}: `interactions` is not a list")
-    out: list[Recorded | Unusable] = []
-    for n, interaction in enumerate(interactions, 1):
-        source = f"{name}#{n}"
-        try:
-            out.append(_vcr_interaction(interaction, source))
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            out.append(Unusable(source, f"not a VCR interaction ({type(e).__name__}: {e})", invalid=True))
-    return out
-
-
-def _vcr_interaction(interaction: dict, source: str) -> Recorded:
-    request, response = interaction["request"], interaction["response"]
-    if "status_code" in response:
-        # vcrpy before 6 recorded httpx responses in a shape of their own.
-        status, body = response["status_code"], response.get("content")
-    else:
-        status = response["status"]["code"]
-        body = response["body"].get("string") if isinstance(response.get("body"), dict) else response.get("body")
-    if "parsed_body" in response:  # pydantic-ai's serializer stores JSON bodies parsed
-        body = json.dumps(response["parsed_body"])
-    request_body = json.dumps(request["parsed_body"]) if "parsed_body" in request else request.get("body")
-    response_headers = _vcr_headers(response.get("headers"))
-    return Recorded(
-        source=source,
-        method=str(request["method"]),
-        url=str(request["uri"]),
-        request_headers=_vcr_headers(request.get("headers")),
-        request_body=_vcr_bytes(request_body),
-        status=int(status),
-        response_headers=response_headers,
-        response_body=_vcr_bytes(body),
-        recorded_at=_http_date(response_headers),
-    )
-
-
-def _vcr_headers(headers: Any) -> tuple[tuple[str, str], ...]:
-    """VCR keeps `{name: [values]}` (older cassettes: a single string)."""
-    if not headers:
-        return ()
-    pairs = []
-    for name, values in headers.items():
-        for value in values if isinstance(values, list | tuple) else [values]:
-            pairs.append((str(name), str(value)))
-    return tuple(pairs)
-
-
-def _vcr_bytes(body: Any) -> bytes:
-    if body is None:
-        return b""
-    if isinstance(body, bytes):
-        return body  # `!!binary`: the bytes as they went over the wire, compressed or not
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    if isinstance(body, dict) and "string" in body:
-        return _vcr_bytes(body["string"])
-    raise TypeError(f"a body of type {type(body).__name__}")
-
-
-def _http_date(headers: Iterable[tuple[str, str]]) -> str | None:
-    """The response's Date header as an ISO time: when VCR recorded it, since VCR itself writes no time."""
-    for name, value in headers:
-        if name.lower() == "date":
-            try:
-                return _iso(parsedate_to_datetime(value))
-            except (TypeError, ValueError, IndexError):
-                return None
-    return None
-
-
-def _iso(when: datetime) -> str:
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat(timespec="seconds")
-
-
-def read_har(data: dict, name: str) -> list[Recorded | Unusable]:
-    """HAR 1.2 (Polly.js, browser devtools, mitmproxy's `hardump`): `log.entries[]`."""
-    entries = data["log"].get("entries")
-    if not isinstance(entries, list):
-        raise UnreadableRecording(f"{name}: `log.entries` is not a list")
-    out: list[Recorded | Unusable] = []
-    for n, entry in enumerate(entries, 1):
-        source = f"{name}#{n}"
-        try:
-            out.append(_har_entry(entry, source))
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            out.append(Unusable(source, f"not a HAR entry ({type(e).__name__}: {e})", invalid=True))
-    return out
-
-
-def _har_entry(entry: dict, source: str) -> Recorded | Unusable:
-    request, response = entry["request"], entry["response"]
-    status = int(response.get("status") or 0)
-    if status <= 0:
-        return Unusable(source, "no response was recorded (status 0: the request failed or was cancelled)")
-    post = request.get("postData") or {}
-    if "text" in post:
-        request_body = _har_text(post.get("text"), post.get("encoding"))
-    elif post.get("params"):
-        request_body = urlencode([(p["name"], p.get("value", "")) for p in post["params"]]).encode()
-    else:
-        request_body = b""
-    content = response.get("content") or {}
-    if "text" not in content and (content.get("size") or 0) > 0:
-        return Unusable(
-            source, "the HAR holds no response body (`content.text` missing; export with bodies)", invalid=True
-        )
-    timings = entry.get("timings") or {}
-    receive = timings.get("receive")
-    response_headers = _har_headers(response.get("headers"))
-    return Recorded(
-        source=source,
-        method=str(request["method"]),
-        url=str(request["url"]),
-        request_headers=_har_headers(request.get("headers")),
-        request_body=request_body,
-        status=status,
-        response_headers=response_headers,
-        response_body=_har_text(content.get("text"), content.get("encoding")),
-        recorded_at=_har_time(entry.get("startedDateTime")) or _http_date(response_headers),
-        receive_ms=float(receive) if isinstance(receive, int | float) and receive > 0 else None,
-        decoded=True,
-    )
-
-
-def _har_time(started: Any) -> str | None:
-    """`startedDateTime` (ISO 8601) as our `recorded_at`; None when absent or not a time."""
-    try:
-        return _iso(datetime.fromisoformat(str(started).replace("Z", "+00:00"))) if started else None
-    except ValueError:
-        return None
-
-
-def _har_headers(headers: Any) -> tuple[tuple[str, str], ...]:
-    # HTTP/2 pseudo-headers (`:authority`, browsers list them) are not headers a proxy sees.
-    return tuple((str(h["name"]), str(h["value"])) for h in headers or () if not str(h["name"]).startswith(":"))
-
-
-def _har_text(text: Any, encoding: Any) -> bytes:
-    if text is None:
-        return b""
-    if encoding == "base64":
-        return base64.b64decode(text, validate=True)
-    return str(text).encode("utf-8")
 
 
 # Decoding bodies as mitmproxy does -------------------------------------------------------------
@@ -307,7 +69,10 @@ def _decode_brotli(data: bytes) -> bytes:
         raise MissingDecoder(
             "the body is br-encoded and the `brotli` package is not installed: pip install brotli"
         ) from None
-    return brotli.decompress(data)
+    out = brotli.Decompressor().process(data, output_buffer_limit=MAX_RECORDING_BYTES + 1)
+    if len(out) > MAX_RECORDING_BYTES:
+        raise TooLarge(f"decompresses to more than {MAX_RECORDING_BYTES} bytes, the limit")
+    return out
 
 
 def _decode_zstd(data: bytes) -> bytes:
@@ -317,20 +82,23 @@ def _decode_zstd(data: bytes) -> bytes:
         raise MissingDecoder(
             "the body is zstd-encoded and `zstandard` is not installed: pip install zstandard"
         ) from None
-    return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    out = zstandard.ZstdDecompressor().stream_reader(data).read(MAX_RECORDING_BYTES + 1)
+    if len(out) > MAX_RECORDING_BYTES:
+        raise TooLarge(f"decompresses to more than {MAX_RECORDING_BYTES} bytes, the limit")
+    return out
 
 
 def _decode_deflate(data: bytes) -> bytes:
     try:
-        return zlib.decompress(data)
+        return inflate(data, zlib.MAX_WBITS, MAX_RECORDING_BYTES)
     except zlib.error:
-        return zlib.decompress(data, -15)  # servers that send raw deflate, as mitmproxy allows
+        return inflate(data, -zlib.MAX_WBITS, MAX_RECORDING_BYTES)  # servers that send raw deflate, as mitmproxy allows
 
 
 _DECODERS = {
     "identity": lambda data: data,
     "none": lambda data: data,
-    "gzip": lambda data: gzip.GzipFile(fileobj=io.BytesIO(data)).read() if data else b"",
+    "gzip": lambda data: inflate(data, 16 + zlib.MAX_WBITS, MAX_RECORDING_BYTES),
     "deflate": _decode_deflate,
     "deflateraw": _decode_deflate,
     "br": _decode_brotli,
@@ -341,51 +109,98 @@ _DECODERS = {
 def decoded(body: bytes, content_encoding: str) -> bytes:
     """The body with its content encoding undone, or as it is when it does not decode: what mitmproxy's
     `get_content(strict=False)` gives the addon, so the importer keys the bytes the proxy keys.
-    Raises MissingDecoder when the decoder package is absent.
+    Raises MissingDecoder when the decoder package is absent, TooLarge past MAX_RECORDING_BYTES (a
+    recording's body is not bounded by a network's patience, so a small one may be a decompression bomb).
     """
     decoder = _DECODERS.get(content_encoding.strip().lower()) if content_encoding else None
     if decoder is None:
         return body
     try:
         return decoder(body)
-    except MissingDecoder:
+    except (MissingDecoder, TooLarge):
         raise
     except Exception:
         return body
 
 
-# Converting -----------------------------------------------------------------------------------
+# Settings -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ImportSettings:
-    """The addon's options that shape a cassette, as the suite sets them."""
+    """The addon's options that shape a cassette, as the suite sets them, and what to rebuild."""
 
-    hosts: re.Pattern[str]
-    key_headers: tuple[str, ...]
-    ignore: tuple[tuple[str, ...], ...]
+    hosts: HostScope
+    recipe: Recipe
+    statuses: frozenset[int]
     redact_rules: tuple[Rule, ...]
-    keep_errors: bool = False
-    """Also import 4xx/5xx responses; the proxy never records them."""
+    scope: str = DEFAULT_SCOPE
+    rebuild: Rebuild = field(default_factory=Rebuild)
 
 
 def import_settings(
     hosts: Sequence[str] = DEFAULT_HOSTS,
-    key_headers: Sequence[str] = DEFAULT_KEY_HEADERS,
+    key_headers: Sequence[str] = (),
     ignore: Sequence[str] = (),
+    ignore_values: Sequence[str] = (),
+    frameworks: Sequence[str] = DEFAULT_FRAMEWORKS,
+    record_statuses: Sequence[str] = DEFAULT_RECORD_STATUSES,
     redact_specs: Sequence[str] = (),
-    keep_errors: bool = False,
+    scope: str = DEFAULT_SCOPE,
+    redacted_url: str | None = None,
+    redacted_headers: Sequence[str] = (),
 ) -> ImportSettings:
-    """Validated settings; raises ValueError naming the bad value, as the addon's `configure()` would."""
+    """Validated settings, taken as `cassette run` takes them (`key_headers` on top of the defaults, presets by
+    name among `ignore_values`); ValueError naming the flag and the bad value, as the addon's `configure()` would."""
     if not hosts or any(not h.strip() for h in hosts):
-        raise ValueError(f"hosts: {list(hosts)!r} must list host globs (`*` for every host)")
+        raise ValueError(f"--hosts: {list(hosts)!r} must list host globs (`*` for every host)")
+    try:
+        recipe = make_recipe(ignore, [*DEFAULT_KEY_HEADERS, *key_headers], ignore_values, frameworks)
+    except RecipeError as e:
+        flags = {"cassette_ignore_values": "--ignore-value", "cassette_frameworks": "--frameworks"}
+        flag = flags.get(e.option, "--ignore")
+        raise ValueError(f"{flag}: {str(e).split(': ', 1)[1]}") from None
+    if refused := sorted(UNKEYABLE_HEADERS.intersection(recipe.key_headers)):
+        raise ValueError(
+            f"--key-header: {refused[0]!r} carries a credential or changes on every request: as a key header it "
+            "would be stored in every cassette and never match; remove it"
+        )
+    try:
+        statuses = parse_record_statuses(record_statuses)
+    except ValueError as e:
+        raise ValueError(f"--record-status: {e}") from None
+    if scope not in SCOPES:
+        raise ValueError(f"--scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
     return ImportSettings(
-        hosts=re.compile("|".join(fnmatch.translate(h.strip().lower()) for h in hosts)),
-        key_headers=tuple(h.strip().lower() for h in key_headers if h.strip()),
-        ignore=parse_ignore_paths(ignore),
+        hosts=HostScope(hosts),
+        recipe=recipe,
+        statuses=statuses,
         redact_rules=redact.parse_rules(redact_specs),
-        keep_errors=keep_errors,
+        scope=scope,
+        rebuild=Rebuild(_redacted_url(redacted_url), _redacted_headers(redacted_headers)),
     )
+
+
+def _redacted_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"--redacted-url: {url!r} is not an http(s) URL (https://api.example.com/v1/chat/completions)")
+    return url.strip()
+
+
+def _redacted_headers(specs: Sequence[str]) -> dict[str, str]:
+    values = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip() or any(c in value for c in "\r\n\0"):
+            raise ValueError(f"--redacted-header: {spec!r} is not NAME=VALUE (anthropic-version=2023-06-01)")
+        values[name.strip().lower()] = value.strip()
+    return values
+
+
+# Converting -----------------------------------------------------------------------------------
 
 
 def _header_values(headers: Iterable[tuple[str, str]], names: Iterable[str]) -> dict[str, str]:
@@ -444,12 +259,8 @@ def _response_body(recorded: Recorded) -> dict:
         except UnicodeDecodeError:
             texts = None  # stored whole, as the addon stores a stream that is not UTF-8
         if texts is not None:
-            return events_fields(
-                [
-                    {"ms": ms, "text": text}
-                    for ms, text in zip(_offsets(len(texts), recorded.receive_ms), texts, strict=True)
-                ]
-            )
+            offsets = _offsets(len(texts), recorded.receive_ms)
+            return events_fields([{"ms": ms, "text": text} for ms, text in zip(offsets, texts, strict=True)])
     return body_fields(body, content_type)
 
 
@@ -468,50 +279,95 @@ class Converted:
     source: str
     key: str
     relative: str
-    """The first recording's path (`<key>.json`); a sequence adds `.2`, `.3`, … when it is planned."""
+    """The first recording's path (`<key>.json`, shared scope); a sequence adds `.2`, `.3`, … when it is planned."""
     cassette: dict
+    data: bytes = field(repr=False)
+    """The file's bytes, already read back by the proxy's own validation."""
     url: str
+    note: str = ""
+    """What was rebuilt (a redacted URL), for the summary."""
 
 
-def convert(recorded: Recorded, settings: ImportSettings, origin: str) -> Converted | Unusable:
-    """The cassette for one interaction (redacted like a recording), or why it is not imported."""
+def convert(
+    recorded: Recorded, settings: ImportSettings, origin: str, folders: Sequence[str] = ()
+) -> Converted | Unusable:
+    """The cassette for one interaction (redacted like a recording), or why it is not imported.
+
+    `folders`: the names of the folders the file is in, nearest first: the provider of a redacted URL.
+    """
+    recipe = settings.recipe
+    rebuilt = unredacted(recorded, recipe.key_headers, settings.rebuild, folders)
+    if isinstance(rebuilt, Unusable):
+        return rebuilt
+    recorded, note = rebuilt
     try:
-        facts = request_facts(recorded, settings.key_headers)
+        facts = request_facts(recorded, recipe.key_headers)
     except (ValueError, MissingDecoder) as e:
-        return Unusable(recorded.source, str(e), invalid=True)
-    url = public_url(facts)
-    if not settings.hosts.match(facts.host.lower()):
+        return Unusable(recorded.source, f"its request: {e}", invalid=True)
+    shown = f"{facts.method.upper()} {public_url(facts)}"
+    if not settings.hosts.covers(facts.host, facts.path):
+        return Unusable(recorded.source, f"{shown}: host {facts.host} is not under cassette control (pass --hosts)")
+    if not 100 <= recorded.status <= 599:
+        return Unusable(recorded.source, f"{shown}: status {recorded.status} is not an HTTP status", invalid=True)
+    if recorded.status not in settings.statuses:
         return Unusable(
             recorded.source,
-            f"{facts.method.upper()} {url}: host {facts.host} is not under cassette control (pass --hosts to add it)",
-        )
-    if not 200 <= recorded.status < 300 and not settings.keep_errors:
-        return Unusable(
-            recorded.source,
-            f"{facts.method.upper()} {url}: status {recorded.status}; the proxy records only 2xx "
-            "(pass --keep-errors to import it anyway)",
+            f"{shown}: status {recorded.status} is not among the statuses the proxy records "
+            f"(cassette_record_statuses; pass --record-status {recorded.status} to import it)",
         )
     try:
-        response_body = _response_body(recorded)
-    except MissingDecoder as e:
-        return Unusable(recorded.source, f"{facts.method.upper()} {url}: {e}", invalid=True)
-    ident = identity(facts, settings.key_headers, settings.ignore)
-    key = key_of(ident)
-    request = stored_request(facts, settings.key_headers)  # exactly as the proxy stores a recorded request
+        cassette = _cassette(recorded, facts, recipe, settings.redact_rules, origin)
+        data = dumps(cassette)
+    except (MissingDecoder, TooLarge) as e:
+        return Unusable(recorded.source, f"{shown}: its response body {e}", invalid=True)
+    except RecursionError:
+        return Unusable(recorded.source, f"{shown}: a body nests too deeply to be stored", invalid=True)
+    relative = relative_name(facts.scheme, facts.host, facts.port, facts.path, cassette["key"])
+    try:
+        if len(data) > DEFAULT_MAX_SIZE:
+            raise CassetteError(relative, f"is {len(data)} bytes, over the cassette_max_size limit")
+        parse(relative, data)  # what `load` checks: a cassette the proxy would refuse is never written
+    except CassetteError as e:
+        return Unusable(recorded.source, f"{shown}: the proxy would refuse its cassette: {e.problem}", invalid=True)
+    return Converted(recorded.source, cassette["key"], relative, cassette, data, shown, note)
+
+
+def _cassette(recorded: Recorded, facts: RequestFacts, recipe: Recipe, rules: tuple[Rule, ...], origin: str) -> dict:
+    """The cassette as the recorder writes it: keyed under `recipe`, redacted, a large JSON answer as text."""
+    key = key_of(identity(facts, recipe.key_headers, recipe.paths, recipe.patterns))
+    request = stored_request(facts, recipe.key_headers)  # exactly as the proxy stores a recorded request
     response = {
         "status": recorded.status,
         "headers": stored_headers(list(recorded.response_headers)),
-        **response_body,
+        **_response_body(recorded),
     }
-    cassette = new_cassette(key, request, response, {"cassette_proxy": __version__, "imported_from": origin})
+    recorded_with = {"cassette_proxy": __version__, "imported_from": origin}
+    cassette = new_cassette(key, request, response, recorded_with, recipe.to_json())
     cassette["recorded_at"] = recorded.recorded_at or UNDATED
-    return Converted(
-        source=recorded.source,
-        key=key,
-        relative=relative_name(facts.scheme, facts.host, facts.port, facts.path, key),
-        cassette=redact.redact(cassette, settings.redact_rules),
-        url=f"{ident['method']} {ident['url']}",
-    )
+    stored = redact.redact(cassette, rules)
+    if stored["request"] != cassette["request"]:
+        # The stored request no longer gives its key: `cassette rekey` must know not to trust it (as the recorder does).
+        stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
+    return large_json_as_text(stored)
+
+
+ANSWER_HEADERS = ("content-type", "location", "retry-after", "x-should-retry")
+"""The response headers that change what a client does with an answer. The others (dates, `expires`, request
+ids, rate-limit counters, timings) describe the moment it was recorded, so two recordings that differ only
+in them give the same answer."""
+
+
+def same_answer(a: Mapping, b: Mapping) -> bool:
+    """Status, body and the answer headers equal: a replay of either makes the client do the same."""
+    if (a.get("status"), a.get("body_format"), a.get("body")) != (b.get("status"), b.get("body_format"), b.get("body")):
+        return False
+    ah, bh = a.get("headers") or {}, b.get("headers") or {}
+    return all(ah.get(name) == bh.get(name) for name in ANSWER_HEADERS)
+
+
+def _differing_headers(a: Mapping, b: Mapping) -> list[str]:
+    ah, bh = a.get("headers") or {}, b.get("headers") or {}
+    return sorted(name for name in ah.keys() | bh.keys() if ah.get(name) != bh.get(name))
 
 
 # Planning and writing -------------------------------------------------------------------------
@@ -535,7 +391,7 @@ class Outcome:
     detail: str = ""
     relative: str = ""
     data: bytes | None = field(default=None, repr=False)
-    """The file's bytes, for the actions that write (imported, replaced)."""
+    """The file's bytes, for the actions that write (imported, updated, replaced)."""
 
 
 @dataclass
@@ -543,38 +399,68 @@ class RecordingFile:
     name: str
     format: str
     entries: list[Recorded | Unusable]
+    folders: tuple[str, ...] = ()
+    """The names of the folders it is in, nearest first (the provider of a redacted URL); never stored."""
+    test_ids: tuple[str, ...] = ()
+    """The tests it belongs to (`--scope test`); empty in the shared scope."""
+    scope_problem: str = ""
+    """Why the test scope cannot place it (no test module defines its name)."""
 
 
-def plan(files: Sequence[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False) -> list[Outcome]:
-    """What importing these files into `root` does, entry by entry; writes nothing.
+def plan(files: Iterable[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False) -> list[Outcome]:
+    """What importing these files into `root` does, entry by entry (`outcomes`, all at once); writes nothing."""
+    return list(outcomes(files, settings, root, replace))
+
+
+def outcomes(
+    files: Iterable[RecordingFile], settings: ImportSettings, root: Path, replace: bool = False
+) -> Iterator[Outcome]:
+    """What importing these files into `root` does, entry by entry, file after file as they come; writes nothing.
 
     Within one file, the n-th interaction with the same key becomes the n-th of a sequence
     (`<key>.json`, `<key>.2.json`, … as `cassette_repeats=sequence` stores them); trailing ones
     that repeat the answer before them are left out, since replay repeats the last recording anyway.
-    Across files (pytest-recording keeps one per test), the first file in the order given wins a
-    path; a later one with a different response there is a collision, as is a file already on
-    disk holding a different response (kept, unless `replace`). A file an earlier import of the same
-    source wrote is that source's to update.
+    In the test scope each file goes to the folders of its tests. Across files (in the shared scope:
+    pytest-recording keeps one per test), the first file in the order given wins a path; a later one
+    with a different answer there is a collision, as is a file already on disk holding a different
+    answer (kept, unless `replace`). A file an earlier import of the same source wrote is that source's
+    to update.
     """
-    outcomes: list[Outcome] = []
     planned: dict[str, tuple[str, dict]] = {}
     for recording in files:
-        converted: list[Converted | Unusable] = []
-        for entry in recording.entries:
-            if isinstance(entry, Recorded):
-                entry = convert(entry, settings, f"{recording.format}: {recording.name}")
-            converted.append(entry)
+        origin = f"{recording.format}: {recording.name}"
+        converted = [
+            _converted(entry, settings, origin, recording.folders) if isinstance(entry, Recorded) else entry
+            for entry in recording.entries
+        ]
         places = _sequence_places([c for c in converted if isinstance(c, Converted)])
+        tests: Sequence[str | None] = recording.test_ids if settings.scope == "test" else (None,)
         for entry in converted:
             if isinstance(entry, Unusable):
-                outcomes.append(Outcome(INVALID if entry.invalid else SKIPPED, entry.source, entry.reason))
+                yield Outcome(INVALID if entry.invalid else SKIPPED, entry.source, entry.reason)
+            elif settings.scope == "test" and recording.scope_problem:
+                yield Outcome(SKIPPED, entry.source, f"test scope: {recording.scope_problem}")
             elif places[id(entry)] is None:
-                outcomes.append(
-                    Outcome(REPEAT, entry.source, "the same answer as the one before it: replay repeats it")
-                )
+                detail = "the same answer as the one before it: replay repeats it"
+                yield from (Outcome(REPEAT, entry.source, detail) for _ in tests)
             else:
-                outcomes.append(_place(entry, places[id(entry)], planned, root, replace))
-    return outcomes
+                for test in tests:
+                    relative = scoped_name(places[id(entry)], test, settings.scope)
+                    if len(relative) > MAX_NAME:  # where the proxy looks for a name too long to store (location.py)
+                        relative = scoped_name(short_name(places[id(entry)]), test, settings.scope)
+                    yield _place(entry, relative, planned, root, replace, settings.scope)
+
+
+def _converted(
+    recorded: Recorded, settings: ImportSettings, origin: str, folders: Sequence[str]
+) -> Converted | Unusable:
+    """`convert`, with a failure of ours reported for this one interaction rather than stopping the import."""
+    try:
+        return convert(recorded, settings, origin, folders)
+    except Exception as e:
+        return Unusable(
+            recorded.source, f"could not be converted ({type(e).__name__}: {e}): a bug, please report it", True
+        )
 
 
 def _sequence_places(converted: list[Converted]) -> dict[int, str | None]:
@@ -586,7 +472,9 @@ def _sequence_places(converted: list[Converted]) -> dict[int, str | None]:
     places: dict[int, str | None] = {}
     for sequence in by_key.values():
         kept = len(sequence)
-        while kept > 1 and sequence[kept - 1].cassette["response"] == sequence[kept - 2].cassette["response"]:
+        while kept > 1 and same_answer(
+            sequence[kept - 1].cassette["response"], sequence[kept - 2].cassette["response"]
+        ):
             kept -= 1
         for n, entry in enumerate(sequence, 1):
             places[id(entry)] = repeat_path(entry.relative, n) if n <= kept else None
@@ -594,37 +482,44 @@ def _sequence_places(converted: list[Converted]) -> dict[int, str | None]:
 
 
 def _place(
-    converted: Converted, relative: str, planned: dict[str, tuple[str, dict]], root: Path, replace: bool
+    converted: Converted, relative: str, planned: dict[str, tuple[str, dict]], root: Path, replace: bool, scope: str
 ) -> Outcome:
     response = converted.cassette["response"]
+    shown = f"{converted.url}{f' ({converted.note})' if converted.note else ''}"
     earlier = planned.get(relative)
     if earlier is not None:
-        if earlier[1] == response:
-            return Outcome(DUPLICATE, converted.source, f"the same answer as {earlier[0]}", relative)
+        if same_answer(earlier[1], response):
+            differing = _differing_headers(earlier[1], response)
+            headers = f" (only its headers differ: {', '.join(differing)})" if differing else ""
+            return Outcome(DUPLICATE, converted.source, f"the same answer as {earlier[0]}{headers}", relative)
+        hint = " (import with --scope test when they belong to different tests)" if scope == DEFAULT_SCOPE else ""
         return Outcome(
             COLLIDED,
             converted.source,
-            f"{converted.url}: {earlier[0]} holds a different answer to the same request; kept that one",
+            f"{converted.url}: {earlier[0]} holds a different answer to the same request and was kept there; "
+            f"this one is not imported{hint}",
             relative,
         )
     planned[relative] = (converted.source, response)
-    data = dumps(converted.cassette)
-    path = root / relative
     try:
-        existing = path.read_bytes()
+        existing = read_limited(root / relative, root)
     except FileNotFoundError:
-        return Outcome(IMPORTED, converted.source, converted.url, relative, data)
-    if existing == data:
-        return Outcome(UNCHANGED, converted.source, converted.url, relative)
+        return Outcome(IMPORTED, converted.source, shown, relative, converted.data)
+    except (CassetteError, OSError) as e:
+        problem = e.problem if isinstance(e, CassetteError) else e.strerror or str(e)
+        detail = f"{converted.url}: {relative} cannot be read ({problem}); kept it, imported nothing"
+        return Outcome(COLLIDED, converted.source, detail, relative)
+    if existing == converted.data:
+        return Outcome(UNCHANGED, converted.source, shown, relative)
     try:
         on_disk = json.loads(existing)
         origin = on_disk["recorded_with"].get("imported_from")
-        same = on_disk["response"] == response
+        same = same_answer(on_disk["response"], response)
     except (ValueError, TypeError, KeyError, AttributeError):
         on_disk, origin, same = None, None, False
     if origin == converted.cassette["recorded_with"]["imported_from"] or replace:
-        # An earlier import of this very file (its content or today's --redact/--ignore changed it): follow the file.
-        return Outcome(UPDATED if not replace else REPLACED, converted.source, converted.url, relative, data)
+        # An earlier import of this very file (its content or today's settings changed it): follow the file.
+        return Outcome(UPDATED if not replace else REPLACED, converted.source, shown, relative, converted.data)
     if same:
         return Outcome(PRESENT, converted.source, "already recorded with the same answer; kept as it is", relative)
     problem = "is not a valid cassette" if on_disk is None else "already holds a different answer"
@@ -636,23 +531,47 @@ def _place(
     )
 
 
-def write(outcomes: Iterable[Outcome], root: Path) -> None:
-    for outcome in outcomes:
-        if outcome.data is not None:
-            write_atomic(root / outcome.relative, outcome.data)
+WRITERS = 4
+"""Cassettes written at once: each atomic write waits on its fsync, and the disk takes several together
+(writing langchain-openai's 183 cassettes one by one took longer than everything else the import does); more
+threads only contend with the conversion for the interpreter."""
+
+
+def write(planned: Iterable[Outcome], root: Path) -> list[Outcome]:
+    """Write every cassette the outcomes carry, atomically, as they come (`outcomes` is lazy: the disk's waits
+    overlap the reading and converting of the next files); the outcomes. Raises the first OSError once every
+    write was tried."""
+    done, writes = [], []
+    with ThreadPoolExecutor(WRITERS) as pool:
+        for outcome in planned:
+            done.append(outcome)
+            if outcome.data is not None:
+                writes.append(pool.submit(write_atomic, root / outcome.relative, outcome.data))
+        for future in writes:
+            future.result()
+    return done
+
+
+def is_recording_name(name: str) -> bool:
+    """`*.yaml`, `*.yml`, `*.json`, `*.har`, each also gzip'd (`*.yaml.gz`)."""
+    return name.lower().removesuffix(".gz").endswith(RECORDING_SUFFIXES)
 
 
 def recording_files(paths: Iterable[Path], exclude: Path | None = None) -> list[tuple[Path, Path]]:
     """(file, the PATH argument that found it) for the files named and the candidate files under the folders
-    named (pytest-recording keeps `tests/cassettes/<module>/<test>.yaml`), each once, folders' contents
-    sorted. Files under `exclude` (the cassette folder being written) are not candidates: they are cassettes."""
+    named (pytest-recording keeps `tests/cassettes/<module>/<test>.yaml`), each once and resolved, folders'
+    contents sorted. Files under `exclude` (the cassette folder being written) are not candidates: they are
+    cassettes; nor is a symlink in a folder that leads out of it (a pull request's link to a file elsewhere)."""
     found: dict[Path, Path] = {}
     for path in paths:
+        real = path.resolve()
         if not path.is_dir():
-            found[path] = path
+            found.setdefault(real, path)
             continue
         for candidate in sorted(path.rglob("*")):
-            inside = exclude is not None and candidate.resolve().is_relative_to(exclude)
-            if candidate.is_file() and candidate.suffix.lower() in RECORDING_SUFFIXES and not inside:
-                found.setdefault(candidate, path)
+            if not candidate.is_file() or not is_recording_name(candidate.name):
+                continue
+            resolved = candidate.resolve()
+            if resolved.is_relative_to(real) and not (exclude is not None and resolved.is_relative_to(exclude)):
+                found.setdefault(resolved, path)
     return list(found.items())

@@ -294,7 +294,7 @@ def canonical_body(
         return None
     is_json, value = parse_json_for_key(body)
     if is_json:
-        return {"json": with_placeholders(without_paths(value, ignore), values)}
+        return {"json": with_placeholders(without_paths(value, ignore), values, body)}
     if content_type.lower().startswith("multipart/"):
         parts = multipart_parts(body, content_type)
         if parts is not None:

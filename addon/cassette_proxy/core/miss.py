@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from . import hints
 from .cassette_file import CassetteError, load
 from .diff import differences, shown
 from .endpoint_index import EndpointIndexes
 from .errors import error_body
 from .key import RECIPE_VERSION
 from .per_test import test_dir
+from .random_values import only_random_changes
 from .recipe import Recipe, recipe_of, stored_identity
 
 MAX_CANDIDATES = 200
@@ -140,6 +142,8 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
         return None
     diff = identity_differences(recorded, current)
     settings = recipe.differences(recorded_recipe) if recorded_recipe is not None else []
+    if recorded_recipe is not None and (presets := recipe.framework_difference(recorded_recipe, cassette["request"])):
+        settings.append(presets)
     keyed_with = cassette.get("keyed_with") or {}
     if not diff and not settings:
         if recorded_recipe is None or keyed_with.get("recipe") != RECIPE_VERSION:
@@ -147,6 +151,12 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
         elif keyed_with.get("request_redacted"):
             settings.append("its request was redacted when stored, so the stored copy cannot show the difference")
     entry = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
+    if random := only_random_changes(recorded, current):
+        entry["random_values"] = [
+            {"field": c.field, "looks_like": c.shape.what}
+            | ({"pattern": c.shape.expression} if c.shape.expression else {"ignore": c.ignore_path})
+            for c in random
+        ]
     if settings:
         entry["settings"] = [*settings, "carry recordings over with `cassette rekey` (see docs/key.md)"]
     entry["same_body"] = recorded["body"] == current["body"]
@@ -240,8 +250,10 @@ def miss_body(
     nearest: list[dict],
     scope: str = "shared",
     test: str | None = None,
+    started_by: str = hints.DEFAULT_STARTER,
 ) -> dict:
-    """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows."""
+    """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows, and what
+    to type (for how the proxy was started: `hints.py`)."""
     if nearest:
         first = nearest[0]
         causes = first["differences"][:MESSAGE_DIFFERENCES]
@@ -266,9 +278,27 @@ def miss_body(
         )
     elif test is not None:
         where = f" for test {test} (shared scope)"
+    made_up = _made_up_hint(nearest[0].get("random_values", []), started_by) if nearest else ""
     message = (
-        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode{where}; {hint}. "
-        "Run with cassette_mode=record to record it."
+        f"cassette miss: no recording for {method} {url} (key {key}) in {mode} mode{where}; {hint}.{made_up} "
+        + hints.record(started_by)
     )
     details = {"key": key, "method": method, "url": url, "cassette": cassette, "mode": mode, "scope": scope}
     return error_body("cassette_miss", message, **details, test=test, closest=nearest)
+
+
+def _made_up_hint(changes: list[dict], started_by: str) -> str:
+    """ " Only values that look made up differ (…): key them by shape with `…`", or "" when something real changed."""
+    if not changes:
+        return ""
+    fields = ", ".join(f"{c['field']} ({c['looks_like']})" for c in changes[:MESSAGE_DIFFERENCES])
+    patterns = list(dict.fromkeys(c["pattern"] for c in changes if "pattern" in c))
+    paths = list(dict.fromkeys(c["ignore"] for c in changes if "ignore" in c))
+    ways = (
+        [f"key them by shape with {' and '.join(hints.ignore_value(started_by, p) for p in patterns)}"]
+        if patterns
+        else []
+    )
+    if paths:
+        ways.append(f"leave them out of the key with {' and '.join(hints.ignore_path(started_by, p) for p in paths)}")
+    return f" Only values that look made up on each run differ: {fields}. If your code invents them, {'; '.join(ways)}."

@@ -1,7 +1,7 @@
 """The settings a key is computed under, and the request as a cassette stores it.
 
 The addon keys every request under the run's settings (`cassette_ignore`,
-`cassette_key_headers`, `cassette_ignore_values`). A cassette stores them beside
+`cassette_key_headers`, `cassette_ignore_values`, `cassette_frameworks`). A cassette stores them beside
 its request (`keyed_with`), and the request keeps what the key reads (key
 headers' values, the body, a multipart content type), so that a miss can say
 "recorded with a different ignore set" and `cassette rekey` can recompute any
@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .cassette_file import body_fields, decode_body
 from .defaults import DEFAULT_KEY_HEADERS
+from .frameworks import DEFAULT_FRAMEWORKS, framework_patterns, parse_frameworks
 from .key import DEFAULT_PORTS, RECIPE_VERSION, RequestFacts, identity, key_of, parse_ignore_paths, public_url
 from .volatile import ValuePattern, expressions, parse_value_patterns
 
@@ -32,14 +33,17 @@ class RecipeError(ValueError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """Ignore paths, key headers and value patterns as given, with their parsed forms."""
+    """Ignore paths, key headers, value patterns and framework presets as given, with their parsed forms."""
 
     ignore: tuple[str, ...] = ()
     key_headers: tuple[str, ...] = DEFAULT_KEY_HEADERS
     ignore_values: tuple[str, ...] = ()
     """Regular expressions, presets resolved: a cassette must say what it was keyed with, not a name."""
+    frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
+    """Framework preset names (core/frameworks.py), sorted: resolved from our own table, never from a cassette."""
     paths: tuple[tuple[str, ...], ...] = field(default=(), compare=False, repr=False)
     patterns: tuple[ValuePattern, ...] = field(default=(), compare=False, repr=False)
+    """The framework presets' patterns, then the value patterns: what `key.identity` replaces."""
 
     def to_json(self) -> dict:
         """`keyed_with` of a cassette."""
@@ -48,6 +52,7 @@ class Recipe:
             "ignore": list(self.ignore),
             "key_headers": list(self.key_headers),
             "ignore_values": list(self.ignore_values),
+            "frameworks": list(self.frameworks),
         }
 
     def differences(self, recorded: Recipe) -> list[str]:
@@ -63,16 +68,38 @@ class Recipe:
                 out.append(f"recorded with a different {label}: {list(before)} → {list(now)}")
         return out
 
+    def framework_difference(self, recorded: Recipe, request: Mapping[str, Any]) -> str | None:
+        """The framework presets a cassette was recorded with, when they key its request otherwise than ours.
+
+        Only then: a cassette recorded before the presets existed (or with others) keys alike whenever its
+        request holds no value a preset replaces, and saying "different settings" on every miss would be noise.
+        """
+        if recorded.frameworks == self.frameworks:
+            return None
+        try:
+            then = make_recipe(self.ignore, self.key_headers, self.ignore_values, recorded.frameworks)
+            same = stored_identity(request, then) == stored_identity(request, self)
+        except ValueError:  # a preset name this version does not know: not keyed alike
+            same = False
+        if same:
+            return None
+        return f"recorded with different framework presets: {list(recorded.frameworks)} → {list(self.frameworks)}"
+
 
 def make_recipe(
-    ignore: Iterable[str] = (), key_headers: Iterable[str] = DEFAULT_KEY_HEADERS, ignore_values: Iterable[str] = ()
+    ignore: Iterable[str] = (),
+    key_headers: Iterable[str] = DEFAULT_KEY_HEADERS,
+    ignore_values: Iterable[str] = (),
+    frameworks: Iterable[str] = DEFAULT_FRAMEWORKS,
 ) -> Recipe:
     """A Recipe from option values; RecipeError naming the option for a value that cannot work."""
-    return _recipe(tuple(ignore), tuple(key_headers), tuple(ignore_values))
+    return _recipe(tuple(ignore), tuple(key_headers), tuple(ignore_values), tuple(frameworks))
 
 
 @functools.lru_cache(maxsize=64)
-def _recipe(ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values: tuple[str, ...]) -> Recipe:
+def _recipe(
+    ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values: tuple[str, ...], frameworks: tuple[str, ...]
+) -> Recipe:
     """Cached: a miss reads the settings of up to hundreds of cassettes, nearly always the same few."""
     ignore = tuple(p.strip() for p in ignore)
     try:
@@ -83,8 +110,12 @@ def _recipe(ignore: tuple[str, ...], key_headers: tuple[str, ...], ignore_values
         patterns = parse_value_patterns(ignore_values)
     except ValueError as e:
         raise RecipeError("cassette_ignore_values", str(e)) from None
+    try:
+        presets = parse_frameworks(frameworks)
+    except ValueError as e:
+        raise RecipeError("cassette_frameworks", str(e)) from None
     headers = tuple(dict.fromkeys(h.strip().lower() for h in key_headers if h.strip()))
-    return Recipe(ignore, headers, tuple(expressions(patterns)), paths, patterns)
+    return Recipe(ignore, headers, tuple(expressions(patterns)), presets, paths, framework_patterns(presets) + patterns)
 
 
 def recipe_of(cassette: Mapping[str, Any]) -> Recipe | None:
@@ -92,18 +123,20 @@ def recipe_of(cassette: Mapping[str, Any]) -> Recipe | None:
 
     Not parsed because cassettes arrive in pull requests: a miss only compares these settings with
     the run's and never runs a cassette's regular expression. `cassette rekey` parses them with
-    `make_recipe` to key with them, on the user's own command.
+    `make_recipe` to key with them, on the user's own command. A cassette without `frameworks` was
+    recorded before the presets existed, with none.
     """
     keyed_with = cassette.get("keyed_with")
     if not isinstance(keyed_with, dict):
         return None
-    lists = {name: keyed_with.get(name, []) for name in ("ignore", "key_headers", "ignore_values")}
+    lists = {name: keyed_with.get(name, []) for name in ("ignore", "key_headers", "ignore_values", "frameworks")}
     if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
-        raise ValueError("keyed_with must hold lists of strings (ignore, key_headers, ignore_values)")
+        raise ValueError("keyed_with must hold lists of strings (ignore, key_headers, ignore_values, frameworks)")
     return Recipe(
         tuple(p.strip() for p in lists["ignore"]),
         tuple(dict.fromkeys(h.strip().lower() for h in lists["key_headers"] if h.strip())),
         tuple(lists["ignore_values"]),
+        tuple(sorted({name.strip().lower() for name in lists["frameworks"] if name.strip()})),
     )
 
 

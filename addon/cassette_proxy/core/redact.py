@@ -20,6 +20,10 @@ from urllib.parse import unquote_plus
 
 from .key import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
 
+_IGNORECASE = int(re.IGNORECASE)
+"""As a plain int: `flags & re.IGNORECASE` goes through the enum's `__and__`, which costs more than the hint check
+it guards."""
+
 SIDES = ("request", "response")
 REDACTABLE = ("url", "headers", "body")
 """The fields of a stored request or response that carry data; method, status and body_format are structure."""
@@ -49,7 +53,7 @@ class Rule:
     def matches(self, text: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, replacement) of each match: only the `secret` group when the pattern has one (so `Bearer `
         stays), else the whole match; the replacement is a `re.sub` template (`\\1` refers to a group)."""
-        haystack = text.lower() if self.hints and self.pattern.flags & re.IGNORECASE else text
+        haystack = text.lower() if self.hints and self.pattern.flags & _IGNORECASE else text
         if self.hints and not any(hint in haystack for hint in self.hints):
             return
         group = "secret" if "secret" in self.pattern.groupindex else 0
@@ -309,6 +313,24 @@ def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
     return out
 
 
+_last_hints: tuple[tuple[Rule, ...], tuple[str, ...]] = ((), ())
+"""The rules last redacted with and their hints in lower case: nearly every call redacts with the same rules."""
+
+
+def _hints_of(rules: tuple[Rule, ...]) -> tuple[str, ...]:
+    global _last_hints
+    if rules is not _last_hints[0] and rules != _last_hints[0]:
+        _last_hints = (rules, tuple(dict.fromkeys(hint.lower() for rule in rules for hint in rule.hints)))
+    return _last_hints[1]
+
+
+def _holds_hint(text: str, hints: tuple[str, ...]) -> bool:
+    """Whether the text holds any rule's hint, case-blind: one pass for all the rules, so that a text with none
+    (nearly every string of a cassette) skips every hinted rule at once. Redacting langchain-openai's imported
+    cassettes (11,000 strings) takes less than half the time it took with each rule checking its own hints."""
+    return any(map(text.lower().__contains__, hints))
+
+
 def as_stored(cassette: dict, rules: Iterable[Rule]) -> dict:
     """The cassette as it is written: `redact`ed, and marked `request_redacted` in `keyed_with` when a rule changed
     its request, whose stored form then no longer gives its key (`cassette rekey` must not trust it)."""
@@ -323,12 +345,25 @@ def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -
     if isinstance(value, str):
         if len(path) == 2 and path[1] == "body":  # first, as the field rules come first on a parsed body
             value = _redacted_json_fields(value, path, rules)
+        hints = _hints_of(rules)
+        hinted = _holds_hint(value, hints)
         for rule in rules:
-            if rule.applies_to(path):
-                value = rule.apply(value)
+            if (hinted or not rule.hints) and rule.applies_to(path):
+                changed = rule.apply(value)
+                if changed is not value:
+                    value, hinted = changed, _holds_hint(changed, hints)
         return value
+    # Numbers, booleans and null hold nothing to redact: not walked into (an event's `ms`, a usage count).
     if isinstance(value, dict):
-        return {name: redacted(item, (*path, name), rules) for name, item in value.items()}
+        return {
+            name: redacted(item, (*path, name), rules) if isinstance(item, _WALKED) else item
+            for name, item in value.items()
+        }
     if isinstance(value, list):
-        return [redacted(item, (*path, i), rules) for i, item in enumerate(value)]
+        return [
+            redacted(item, (*path, i), rules) if isinstance(item, _WALKED) else item for i, item in enumerate(value)
+        ]
     return value
+
+
+_WALKED = (str, dict, list)

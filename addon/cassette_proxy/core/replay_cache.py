@@ -21,6 +21,12 @@ class Replay(NamedTuple):
 
 
 def replay_of(path: Path | str, cassette: dict) -> Replay:
+    if "session" in cassette:  # its 101 alone would be a hit that serves nothing
+        raise CassetteError(
+            path,
+            "holds a recorded WebSocket session, and this request is not a WebSocket upgrade (no `upgrade: "
+            "websocket` header): connect with a WebSocket client, or delete the file to record this request",
+        )
     response = cassette["response"]
     try:
         body = decode_body(response.get("body_format", "text"), response.get("body", ""))

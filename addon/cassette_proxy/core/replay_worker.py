@@ -149,7 +149,7 @@ def main() -> None:
         recipe = None
         if len(sys.argv) > 6:  # the run's key options, exactly as the addon gave them to `make_recipe`
             settings = json.loads(sys.argv[6])
-            recipe = make_recipe(settings["ignore"], settings["key_headers"], settings["ignore_values"])
+            recipe = make_recipe(**settings)
         preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out, recipe=recipe)
         out.flush()
         return

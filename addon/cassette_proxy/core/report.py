@@ -33,6 +33,9 @@ class Report:
     passthrough: int = 0
     token_exchanges: int = 0
     """Requests to an OAuth token endpoint: answered with a placeholder in replay, passed through otherwise, never stored."""
+    telemetry: int = 0
+    """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
+    recorded, keyed or missed."""
     passthrough_hosts: Counter = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[dict] = field(default_factory=list)
@@ -81,6 +84,7 @@ class Report:
             "upstream": self.upstream,
             "passthrough": self.passthrough,
             "token_exchanges": self.token_exchanges,
+            "telemetry": self.telemetry,
             "offline": len(self.offline),
             "errors": len(self.errors),
         }
@@ -124,7 +128,7 @@ class Report:
         """One report for several proxies (xdist workers): counts added up, misses and errors listed together."""
         total = cls(mode=reports[0].mode)
         for report in reports:
-            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges"):
+            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry"):
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.passthrough_hosts.update(report.passthrough_hosts)
             total.misses += report.misses
@@ -149,7 +153,12 @@ class Report:
             f"cassette: {self.mode}: {counts['hits']} hits, {counts['misses']} misses, {counts['recorded']} recorded, "
             f"{counts['upstream']} upstream, {counts['passthrough']} passthrough"
         )
-        for name, words in (("token_exchanges", "token exchanges"), ("offline", "offline"), ("errors", "errors")):
+        for name, words in (
+            ("token_exchanges", "token exchanges"),
+            ("telemetry", "telemetry"),
+            ("offline", "offline"),
+            ("errors", "errors"),
+        ):
             if counts[name]:
                 line += f", {counts[name]} {words}"
         if self.client_errors.get("hits") or self.client_errors.get("recorded"):

@@ -3,7 +3,8 @@
 Proxy variables for every client that reads them, a NO_PROXY that cannot
 route cassette traffic around the proxy, one CA bundle for every runtime's
 variable, the Node switches (NODE_USE_ENV_PROXY, the preload for versions
-whose fetch ignores proxy variables), and the JVM's system properties.
+whose fetch ignores proxy variables), the JVM's system properties, and for
+each reverse route the base-URL variables its provider's SDKs read.
 """
 
 from __future__ import annotations
@@ -32,6 +33,37 @@ SYSTEM_CA_BUNDLES = (
     "/etc/ssl/ca-bundle.pem",  # openSUSE
     "/etc/ssl/cert.pem",  # macOS, BSD
 )
+
+ROUTE_VARIABLES: dict[str, tuple[str, tuple[tuple[str, bool], ...]]] = {
+    # name: (the base URL's path when --reverse gives none, ((variable, with the path?), ...)), from each SDK's source
+    "openai": ("/v1", (("OPENAI_API_BASE", True),)),  # langchain-openai and litellm read it before OPENAI_BASE_URL
+    "anthropic": ("", (("ANTHROPIC_API_URL", True),)),  # langchain-anthropic reads it before ANTHROPIC_BASE_URL
+    "azure_openai": ("", (("AZURE_OPENAI_ENDPOINT", False), ("AZURE_API_BASE", False))),  # openai.AzureOpenAI, litellm
+    "gemini": ("", (("GOOGLE_GEMINI_BASE_URL", False),)),  # google-genai (genai/_base_url.py)
+    "vertex": ("", (("GOOGLE_VERTEX_BASE_URL", False),)),  # google-genai with vertexai=True
+    "ollama": ("", (("OLLAMA_HOST", False), ("OLLAMA_API_BASE", False))),  # the ollama client; litellm
+    "bedrock": ("", (("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", False),)),  # boto3/botocore's per-service endpoint
+    "bedrock_agent": ("", (("AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME", False),)),
+    "cohere": ("", (("CO_API_URL", False),)),  # cohere's Client and ClientV2
+    "huggingface": ("", (("HF_INFERENCE_ENDPOINT", False),)),  # huggingface_hub's serverless inference
+}
+"""Route names whose SDKs read a variable besides NAME_BASE_URL; `True`: the variable gets the base URL with its path,
+`False`: the listener alone (the SDK adds its own path). NAME_BASE_URL is itself the SDK's variable for groq
+(GROQ_BASE_URL), together, cerebras, fireworks, perplexity, replicate; mistralai reads none."""
+
+
+def default_base_path(name: str) -> str:
+    """The path a route's base URL ends in when `--reverse NAME=URL` gives none: OpenAI's SDKs want `/v1`."""
+    return ROUTE_VARIABLES.get(name, ("", ()))[0]
+
+
+def route_variables(name: str, listener: str, base_path: str) -> dict[str, str]:
+    """The variables a reverse route sets: NAME_BASE_URL (listener + path) and its SDKs' own (ROUTE_VARIABLES)."""
+    variables = {f"{name.upper()}_BASE_URL": listener + base_path}
+    for variable, with_path in ROUTE_VARIABLES.get(name, ("", ()))[1]:
+        variables[variable] = listener + base_path if with_path else listener
+    return variables
+
 
 _PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 
@@ -95,7 +127,7 @@ def _bypasses(entry: str, controlled: Sequence[str]) -> bool:
             if domain not in LOOPBACK:
                 return True
             continue
-        host = pattern.replace("*", "x")
+        host = pattern.split("/", 1)[0].replace("*", "x")  # an entry narrowed to paths still names its host
         if host == domain or host.endswith("." + domain):
             return True
     return False

@@ -44,9 +44,11 @@ from .client_env import (
     LOOPBACK,
     NODE_TEST_HOOKS,
     client_environment,
+    default_base_path,
     no_proxy_domain,
     no_proxy_value,
     own_cas,
+    route_variables,
     write_ca_bundle,
 )
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
@@ -55,9 +57,6 @@ from .java_truststore import write_truststore
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
 
-
-KNOWN_REVERSE = {"openai": ("OPENAI_BASE_URL", "/v1"), "anthropic": ("ANTHROPIC_BASE_URL", "")}
-"""`--reverse NAME=URL` names whose SDKs read a base-URL variable, and the path their base URL must end in."""
 
 PORT_ATTEMPTS = 5
 READY_TIMEOUT = 60.0
@@ -69,12 +68,12 @@ class LauncherError(Exception):
 
 @dataclass(frozen=True)
 class Reverse:
-    """A reverse-mode listener for `origin`: clients find it through `env_name` instead of proxy variables and a CA."""
+    """A reverse-mode listener for `origin`: clients find it through base-URL variables (client_env.route_variables)
+    instead of proxy variables and a CA."""
 
     name: str
     origin: str
     base_path: str
-    env_name: str
     port: int | None = None
     """A fixed listener port (`NAME=URL@PORT`), for apps that record their base URL; None: a free port per run."""
 
@@ -100,9 +99,8 @@ def parse_reverse(spec: str) -> Reverse:
             f"--reverse {spec!r}: {port!r} after @ is not a port; give the listener's port as 1-65535, "
             "e.g. ollama=http://localhost:11434@8181, or leave @PORT out for a free port"
         )
-    env_name, default_path = KNOWN_REVERSE.get(name, (f"{name.upper()}_BASE_URL", ""))
-    base_path = parts.path.rstrip("/") or default_path
-    return Reverse(name, f"{parts.scheme}://{parts.netloc}", base_path, env_name, int(port) if at else None)
+    base_path = parts.path.rstrip("/") or default_base_path(name)
+    return Reverse(name, f"{parts.scheme}://{parts.netloc}", base_path, int(port) if at else None)
 
 
 def resolve_mode(given: str | None, environ: Mapping[str, str]) -> str:
@@ -159,10 +157,18 @@ class Settings:
     """Key headers on top of the defaults (`cassette_key_headers`)."""
     ignore_values: Sequence[str] = ()
     """`cassette_ignore_values`: regular expressions or preset names."""
+    frameworks: Sequence[str] | None = None
+    """`cassette_frameworks`: the framework presets to key with; None: the addon's default (all), empty: none."""
     allow_hosts: Sequence[str] = ()
     """`cassette_allow_hosts`: hosts outside the scope a replay run may still reach."""
+    telemetry: bool = True
+    """`cassette_telemetry`: answer the known telemetry sinks offline in replay, never record them."""
+    telemetry_sinks: Sequence[str] = ()
+    """`cassette_telemetry_sinks`: more sinks, HOST/PATH globs."""
     only_reverse: bool = False
     """Clients get the reverse listeners' NAME_BASE_URL variables only: no proxy variables, no CA bundle."""
+    started_by: str = "run"
+    """`cassette_started_by`: run, serve or pytest, so that the proxy's hints name what the user types."""
     proxy_ca_only: bool = False
     """The clients' CA bundle holds the proxy's CA alone, not the system's and the environment's (see
     `proxy_ca_only_by_default`)."""
@@ -224,6 +230,11 @@ class RunningProxy:
             reverse.name: f"http://127.0.0.1:{self.reverse_ports[reverse.name]}{reverse.base_path}"
             for reverse in settings.reverse
         }
+        self.route_variables: dict[str, str] = {}
+        """Every reverse route's base-URL variables: NAME_BASE_URL and those its SDKs read (client_env.py)."""
+        for reverse in settings.reverse:
+            listener = f"http://127.0.0.1:{self.reverse_ports[reverse.name]}"
+            self.route_variables.update(route_variables(reverse.name, listener, reverse.base_path))
         self.ca_bundle = write_ca_bundle(
             private / "ca-bundle.pem",
             private / "confdir" / "mitmproxy-ca-cert.pem",
@@ -248,19 +259,24 @@ class RunningProxy:
     def log_path(self) -> Path:
         return self.private / "mitmdump.log"
 
-    def client_env(self, environ: Mapping[str, str], base_urls: bool = True) -> dict[str, str]:
-        """`environ` wired to this proxy; with `base_urls`, also the reverse listeners' NAME_BASE_URL variables.
+    @property
+    def node_fetch_bypassed(self) -> bool:
+        """Whether a Node process found no undici to route its fetch through the proxy (node_preload.cjs); until
+        `stop()`, which removes the private folder."""
+        return (self.private / "node-notice").exists()
 
-        With `only_reverse` (and `base_urls`): the NAME_BASE_URL variables, the mode and the control channel, no
-        proxy or CA variables; loopback and the listeners join NO_PROXY so that a proxy the environment already
-        names is not asked for them.
+    def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """`environ` wired to this proxy, with the reverse routes' base-URL variables (`route_variables`).
+
+        With `only_reverse`: the base-URL variables, the mode and the control channel, no proxy or CA variables;
+        loopback and the listeners join NO_PROXY so that a proxy the environment already names is not asked for them.
         """
-        if self.settings.only_reverse and base_urls:
+        if self.settings.only_reverse:
             env = dict(environ)
             existing = ",".join(filter(None, (environ.get("NO_PROXY"), environ.get("no_proxy"))))
             direct = [f"127.0.0.1:{port}" for port in self.reverse_ports.values()]
             env["NO_PROXY"] = env["no_proxy"] = ",".join([no_proxy_value(existing, ()), *direct])
-            env.update({r.env_name: self.base_urls[r.name] for r in self.settings.reverse})
+            env.update(self.route_variables)
             env[MODE_VAR] = self.settings.mode
             # A test runner's hooks still announce tests: straight to the listener, no proxy variable needed.
             env["CASSETTE_PROXY_URL"] = self.url
@@ -275,7 +291,7 @@ class RunningProxy:
             controlled_hosts=self.settings.controlled_hosts(),
             mode=self.settings.mode,
             notice_file=self.private / "node-notice",
-            base_urls={r.env_name: self.base_urls[r.name] for r in self.settings.reverse} if base_urls else {},
+            base_urls=self.route_variables,
             java_truststore=self.java_truststore,
             # Clients that read host:port entries go straight to the listeners; the addon undoes the detour of the others.
             direct=[f"127.0.0.1:{port}" for port in self.reverse_ports.values()],
@@ -325,6 +341,7 @@ def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> 
         # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
         "flow_detail": 0,
         "cassette_mode": settings.mode,
+        "cassette_started_by": settings.started_by,
         "cassette_dir": settings.cassette_dir.resolve(),
         "cassette_ready_file": private / "ready.json",
         "cassette_report": settings.report.resolve() if settings.report else private / "report.json",
@@ -347,8 +364,15 @@ def key_options(settings: Settings) -> list[str]:
             args += ["--set", f"cassette_key_headers={name}"]
     for pattern in settings.ignore_values:
         args += ["--set", f"cassette_ignore_values={pattern}"]
+    if settings.frameworks is not None:
+        for name in settings.frameworks or [""]:  # `cassette_frameworks=` (empty) says none
+            args += ["--set", f"cassette_frameworks={name}"]
     for host in settings.allow_hosts:
         args += ["--set", f"cassette_allow_hosts={host}"]
+    if not settings.telemetry:
+        args += ["--set", "cassette_telemetry=false"]
+    for sink in settings.telemetry_sinks:
+        args += ["--set", f"cassette_telemetry_sinks={sink}"]
     return args
 
 

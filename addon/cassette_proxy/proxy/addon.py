@@ -38,8 +38,10 @@ from ..core.defaults import (
     REPEATS,
     REPLAY_TIMING_VAR,
 )
+from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
+from ..core.hints import DEFAULT_STARTER, STARTERS
 from ..core.hosts import HostScope, is_loopback
-from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host
+from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host, public_url
 from ..core.location import MAX_NAME, relative_name, short_name
 from ..core.miss import ClosestSearch
 from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
@@ -48,6 +50,7 @@ from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
 from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker, key_in_worker
+from ..core.session_match import DEFAULT_SESSION_IGNORE
 from ..core.stream_events import stream_kind
 from ..core.token_exchange import parse_endpoints, placeholder
 from .control_channel import CONTROL_HOST, TOKEN_VAR, RequestRules, TestControl
@@ -59,8 +62,10 @@ from .replay import DEFAULT_PRELOAD, REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable, parse_route_names
 from .seal import Seal
 from .sequence import Sequencer
+from .sessions import Sessions, SessionTarget, is_upgrade
 from .state import FlowState, new_state, state_of
 from .stream_recorder import StreamRecorder
+from .telemetry import Telemetry
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
@@ -68,7 +73,7 @@ log = logger(__name__)
 
 RULE_OPTIONS = frozenset(
     {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
-    | {"cassette_ignore_values", "cassette_record_statuses", "cassette_control_token"}
+    | {"cassette_ignore_values", "cassette_frameworks", "cassette_record_statuses", "cassette_control_token"}
 )
 """The options behind `RequestRules`: what a request follows outside a test, and under a test's own options."""
 
@@ -88,9 +93,12 @@ class Cassette:
         self.seal = Seal()
         self.routes = RouteTable()
         """The reverse listeners, known once the servers run (running())."""
+        self.telemetry = Telemetry(self.report, self.lock)
         self.upstream = UpstreamGuard(self.report, self.lock)
         """Called from this addon's hooks rather than registered as a child addon: mitmproxy walks every
         child on every event of every flow, a cost each hit paid for nothing."""
+        self.sessions = Sessions(self.report, self.lock)
+        """WebSocket sessions, recorded and replayed (sessions.py); driven from the hooks like the guard."""
 
     def load(self, loader) -> None:
         loader.add_option(
@@ -112,8 +120,9 @@ class Cassette:
             "cassette_hosts",
             Sequence[str],
             list(DEFAULT_HOSTS),
-            "Hosts under cassette control, as globs (`*` for all); traffic to other hosts passes through untouched "
-            "(in replay mode only to loopback hosts and those in cassette_allow_hosts).",
+            "Hosts under cassette control, as globs (`*` for all), or HOST/PATH for some paths of a host "
+            "(chatgpt.com/backend-api/codex/*); traffic to others passes through untouched (in replay mode only to "
+            "loopback hosts and those in cassette_allow_hosts).",
         )
         loader.add_option(
             "cassette_allow_hosts",
@@ -128,6 +137,28 @@ class Cassette:
             [],
             "More OAuth token endpoints, as HOST/PATH globs (e.g. sts.example.com/oauth2/token), on top of Google's and "
             "Microsoft's: never stored; in replay mode answered with a placeholder token.",
+        )
+        loader.add_option(
+            "cassette_telemetry",
+            bool,
+            True,
+            "Answer the known telemetry sinks (openai-agents' traces, LangSmith, Langfuse, Logfire) offline in replay "
+            "mode, and in every mode never record, key or miss them; false treats them as any other request.",
+        )
+        loader.add_option(
+            "cassette_telemetry_sinks",
+            Sequence[str],
+            [],
+            "More telemetry sinks, as HOST/PATH globs (e.g. otel-collector.example.com/v1/traces): answered like the "
+            "known ones (an empty OTLP success), on top of them.",
+        )
+        loader.add_option(
+            "cassette_started_by",
+            str,
+            DEFAULT_STARTER,
+            "How this proxy was started, so that hints name what the user types: mitmdump (--set options), run "
+            "(`cassette run`), serve (`cassette serve`), pytest (the plugin). The launcher and the plugin set it.",
+            choices=STARTERS,
         )
         loader.add_option(
             "cassette_routes",
@@ -159,8 +190,23 @@ class Cassette:
             "cassette_ignore_values",
             Sequence[str],
             [],
-            "Volatile values by shape: regular expressions (or presets: pydantic-ai) whose matches inside any JSON "
-            "string value are keyed as numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids.",
+            "Volatile values by shape: regular expressions whose matches inside any JSON string value are keyed as "
+            "numbered placeholders (pyd_ai_…#1), e.g. client-made tool-call ids; on top of cassette_frameworks.",
+        )
+        loader.add_option(
+            "cassette_frameworks",
+            Sequence[str],
+            list(DEFAULT_FRAMEWORKS),
+            "Framework presets: the values these agent frameworks make up on every run are keyed as numbered "
+            f"placeholders, so their runs replay ({'; '.join(f'{p.name}: {p.invents}' for p in PRESETS.values())}). "
+            "All by default; list the ones to keep, or set it empty (--set cassette_frameworks=) for none.",
+        )
+        loader.add_option(
+            "cassette_session_ignore",
+            Sequence[str],
+            list(DEFAULT_SESSION_IGNORE),
+            "Fields of a WebSocket session's client messages left out of matching, as cassette_ignore paths (which "
+            "apply too); by default event_id, the id OpenAI Realtime clients make up for each event.",
         )
         loader.add_option(
             "cassette_record_statuses",
@@ -277,15 +323,16 @@ class Cassette:
             self.hosts = HostScope(opts.cassette_hosts)
         if "cassette_allow_hosts" in updated:
             self.allowed_hosts = HostScope(opts.cassette_allow_hosts)
-        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values"}:
+        if updated & {"cassette_ignore", "cassette_key_headers", "cassette_ignore_values", "cassette_frameworks"}:
             try:
-                self.recipe = make_recipe(opts.cassette_ignore, opts.cassette_key_headers, opts.cassette_ignore_values)
                 # What the preload worker builds its recipe from: the same inputs, so the same keys by construction.
                 self.recipe_options = {
                     "ignore": list(opts.cassette_ignore),
                     "key_headers": list(opts.cassette_key_headers),
                     "ignore_values": list(opts.cassette_ignore_values),
+                    "frameworks": list(opts.cassette_frameworks),
                 }
+                self.recipe = make_recipe(**self.recipe_options)
             except RecipeError as e:
                 raise exceptions.OptionsError(str(e)) from None
             if refused := sorted(UNKEYABLE_HEADERS.intersection(self.recipe.key_headers)):
@@ -333,6 +380,14 @@ class Cassette:
                 self.token_endpoints = parse_endpoints(opts.cassette_token_endpoints)
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_token_endpoints: {e}") from None
+        if updated & {"cassette_telemetry", "cassette_telemetry_sinks"}:
+            self.telemetry.configure(opts.cassette_telemetry, list(opts.cassette_telemetry_sinks))
+        if "cassette_started_by" in updated:
+            if opts.cassette_started_by not in STARTERS:
+                raise exceptions.OptionsError(
+                    f"cassette_started_by: {opts.cassette_started_by!r} is not a choice; use one of {', '.join(STARTERS)}"
+                )
+            self.started_by = opts.cassette_started_by
         if "cassette_routes" in updated:
             try:
                 self.route_names = parse_route_names(opts.cassette_routes)
@@ -344,6 +399,7 @@ class Cassette:
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_replay_timing: {e}") from None
         self.seal.configure(updated)
+        self.sessions.configure(updated, self.recorder.keyed_with, self.recorder.redact_rules)
         if "cassette_scope" in updated:
             if opts.cassette_scope not in SCOPES:
                 raise exceptions.OptionsError(
@@ -396,7 +452,14 @@ class Cassette:
                 f"cassette: preloaded {loaded} cassettes ({keys} request keys) in {time.monotonic() - began:.2f} s"
             )
 
+    async def websocket_end(self, flow: http.HTTPFlow) -> None:
+        try:
+            await self.sessions.ended(flow)
+        except Exception as e:
+            self.sessions.failed(flow, e)
+
     def done(self) -> None:
+        self.sessions.done()
         self.replayer.stop_preload()
         if self.preloading is not None:
             self.preloading.cancel()
@@ -445,7 +508,10 @@ class Cassette:
         if mode != "off" and self.token_endpoints.matches(flow.request.method, host, flow.request.path):
             self._token_exchange(flow, state, mode)
             return
-        if mode == "off" or host not in self.hosts:
+        if mode != "off" and (sink := self.telemetry.match(flow.request, host)):
+            self.telemetry.handle(flow, state, mode, sink)
+            return
+        if mode == "off" or not self.hosts.covers(host, flow.request.path):
             if mode == "replay" and not is_loopback(host) and host not in self.allowed_hosts:
                 self._answer_offline(flow, state, host)
                 return
@@ -465,6 +531,11 @@ class Cassette:
         path = self.root_prefix + relative
         if mode != "update":
             try:
+                if is_upgrade(flow.request) and await self.sessions.replay(
+                    flow, state, SessionTarget(key, path, relative, public_url(facts)), rules, self.replayer.speed
+                ):
+                    self.seal.exempt.add(self.sessions.address)
+                    return
                 replay = await self.replayer.load(path)
             except (OSError, CassetteError) as e:
                 self._answer_unusable_cassette(flow, state, path, e)
@@ -534,8 +605,11 @@ class Cassette:
             flow.request.method,
             f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}",
         )  # no query: no secret
+        outside = (
+            f"{host} is" if host not in self.hosts else f"{url} is (cassette_hosts names only some paths of {host})"
+        )
         message = (
-            f"cassette_offline: replay mode does not reach the network, and {host} is outside cassette_hosts; "
+            f"cassette_offline: replay mode does not reach the network, and {outside} outside cassette_hosts; "
             f"refused {method} {url}. Add the host to cassette_hosts to record it, or to cassette_allow_hosts "
             "(`cassette run --allow-host`) to let it through."
         )
@@ -567,7 +641,9 @@ class Cassette:
             # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
             nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
-        error = miss.miss_body(key, method, url, relative, rules.mode, nearest, rules.scope, rules.test)
+        error = miss.miss_body(
+            key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, self.started_by
+        )
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
         # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side
@@ -622,6 +698,9 @@ class Cassette:
             state = state_of(flow)
             if state is None or state.target is None or flow.response is None or state.recorder is not None:
                 return  # nothing to save here; a stream is saved by its recorder
+            if flow.response.status_code == 101:  # a WebSocket session follows: recorded as one, never as a 101
+                self.sessions.upgraded(flow, state, self.control.rules)
+                return
             writing = self.recorder.save_whole(flow, state.target)
             if writing and (failure := await writing):
                 flow.response.headers["x-cassette-error"] = failure

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from urllib.parse import urlsplit
 
 from mitmproxy import http
 
@@ -37,7 +36,8 @@ def request_facts(request: http.Request, read_headers: Collection[bytes], host: 
         scheme=request.scheme,
         host=host,
         port=request.port,
-        path=canonical_path(urlsplit(request.path).path or "/"),
+        # Not `urlsplit(path)`: it reads `//ws/x` (google-genai's Live URL) as the host `ws` and the path `/x`.
+        path=canonical_path(request.path.partition("?")[0].partition("#")[0] or "/"),
         query=list(request.query.items(multi=True)) if "?" in request.path else [],  # parsing rebuilds the URL
         headers=headers,
         body=body or b"",

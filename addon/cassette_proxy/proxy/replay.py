@@ -93,7 +93,7 @@ class Replayer:
         worker does that work on the other core while the test runner starts. An entry is used only while its
         file's stamp (taken before the worker read it) is unchanged, so a file changed since is read again.
 
-        `recipe` (the run's key options: ignore, key_headers, ignore_values, as `make_recipe` takes them) and
+        `recipe` (the run's key options: ignore, key_headers, ignore_values, frameworks, as `make_recipe` takes them) and
         `remember` (the key cache's): the worker also sends the facts an SDK would send for each cassette, keyed
         with that recipe, and `remember` keeps them.
         """

@@ -17,19 +17,23 @@ METADATA_KEY = "cassette"
 @dataclass(slots=True)
 class FlowState:
     outcome: str | None = None
-    """hit, miss, error, offline, control, forwarded, passthrough: set once the request hook has decided."""
+    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, session: set once the
+    request hook has decided."""
     target: RecordTarget | None = None
     """Where a forwarded request's response will be saved (record and update modes)."""
     recorder: StreamRecorder | None = None
     """The live recorder of a streamed response being saved."""
     timed_replay: bool = False
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
+    session_replay: bool = False
+    """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
 
     @property
     def answered_here(self) -> bool:
         """The addon made the response itself (whole), so the response hooks have nothing to do."""
         return (
-            self.outcome in ("hit", "miss", "error", "offline", "token_exchange", "control") and not self.timed_replay
+            self.outcome in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control")
+            and not self.timed_replay
         )
 
 

@@ -1,0 +1,45 @@
+"""What to type, in the words of the way the proxy was started (`cassette_started_by`).
+
+A hint that names an addon option ("run with cassette_mode=record") sends a
+`cassette run` or pytest user looking for where that option goes. The launcher
+and the pytest plugin tell the addon how they started it, and each hint names
+the flag that user types.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+STARTERS = ("mitmdump", "run", "serve", "pytest")
+"""`mitmdump`: started by hand (`--set` options); `run`/`serve`: the `cassette` command; `pytest`: the plugin."""
+DEFAULT_STARTER = "mitmdump"
+
+
+def record(started_by: str) -> str:
+    """How to record what is missing (the rest keeps replaying)."""
+    command = {
+        "run": "cassette run --mode record -- …",
+        "serve": "cassette serve --mode record",
+        "pytest": "pytest --cassette-mode=record",
+    }.get(started_by, "--set cassette_mode=record")
+    return f"To record it: `{command}` (records only what is missing)."
+
+
+def ignore_value(started_by: str, expression: str) -> str:
+    """How to key matches of `expression` as placeholders (a value pattern)."""
+    quoted = shlex.quote(expression)
+    return {
+        "run": f"`cassette run --ignore-value {quoted} -- …`",
+        "serve": f"`cassette serve --ignore-value {quoted}`",
+        "pytest": f"`pytest --cassette-ignore-value={quoted}` (or that line under cassette_ignore_values in pytest.ini)",
+    }.get(started_by, f"`--set cassette_ignore_values={quoted}`")
+
+
+def ignore_path(started_by: str, path: str) -> str:
+    """How to leave a body field out of the key."""
+    quoted = shlex.quote(path)
+    return {
+        "run": f"`cassette run --ignore {quoted} -- …`",
+        "serve": f"`cassette serve --ignore {quoted}`",
+        "pytest": f"`pytest --cassette-ignore={quoted}` (or that line under cassette_ignore in pytest.ini)",
+    }.get(started_by, f"`--set cassette_ignore={quoted}`")

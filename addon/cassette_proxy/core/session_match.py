@@ -1,0 +1,194 @@
+"""Replaying a session: which recorded client message a live one must equal, and what the server says next.
+
+A live client message is compared with the next recorded client message as
+the key compares request bodies: JSON parsed, numbers canonical, the
+`cassette_ignore` paths and value patterns applied, plus the session's own
+ignore paths (`cassette_session_ignore`, by default the client-made
+`event_id` of OpenAI Realtime). When they are equal, the server messages
+recorded after it (up to the next client message) are what the client gets
+next. The first difference, or a message beyond the recorded ones, is a miss,
+told to the client in the API's own error shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .diff import differences, shown
+from .errors import error_body
+from .key import canonical_body, key_of, parse_ignore_paths
+from .session_file import Frame, Session
+from .volatile import ValuePattern
+
+DEFAULT_SESSION_IGNORE = ("event_id",)
+"""OpenAI Realtime's client events carry an `event_id` the client library makes up on every run."""
+
+MISS_CLOSE_CODE = 4409
+"""The close code after a miss: private use (4000-4999), 409 as the HTTP miss answers."""
+ERROR_CLOSE_CODE = 4500
+"""The close code after a failure of ours while playing a session."""
+
+OPENAI = "openai-realtime"
+GEMINI = "gemini-live"
+
+
+@dataclass(frozen=True)
+class MatchSettings:
+    """What matching leaves out: the run's ignore paths and value patterns, and the session's own paths."""
+
+    paths: tuple[tuple[str, ...], ...] = ()
+    patterns: tuple[ValuePattern, ...] = ()
+    session_ignore: tuple[str, ...] = DEFAULT_SESSION_IGNORE
+
+    @property
+    def all_paths(self) -> tuple[tuple[str, ...], ...]:
+        return (*self.paths, *parse_ignore_paths(self.session_ignore))
+
+    @property
+    def fingerprint(self) -> str:
+        """Names these settings in a session (`digest_settings`): a digest made under others cannot be compared."""
+        return key_of(
+            {"paths": [list(p) for p in self.all_paths], "patterns": [p.regex.pattern for p in self.patterns]}
+        )
+
+
+def message_identity(payload: bytes, settings: MatchSettings) -> Any:
+    """A client message as matching sees it: parsed JSON less the ignored fields, else its text, else a digest."""
+    identity = canonical_body(payload, "", settings.all_paths, settings.patterns)
+    if identity is not None and "sha256" in identity:
+        try:
+            return {"text": payload.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {**identity, "bytes": len(payload)}
+    return identity
+
+
+def message_digest(payload: bytes, settings: MatchSettings) -> str:
+    """The digest a redacted client message is matched by (`match_digest`): the same as its identity's."""
+    return key_of({"message": message_identity(payload, settings)})
+
+
+def identity_differences(recorded: Any, live: Any) -> list[str]:
+    """recorded → live, field by field for JSON, else as a whole."""
+    if isinstance(recorded, dict) and isinstance(live, dict) and "json" in recorded and "json" in live:
+        return differences(recorded["json"], live["json"])
+    return [f"message: {_described(recorded)} → {_described(live)}"]
+
+
+def _described(identity: Any) -> str:
+    if identity is None:
+        return "empty"
+    if "json" in identity:
+        return "JSON " + shown(identity["json"])
+    if "text" in identity:
+        return "text " + shown(identity["text"])
+    return f"{identity.get('bytes', '?')} bytes with sha256 {identity['sha256'][:12]}…"
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A live client message the recording does not have: its number (from 1) and what differs."""
+
+    number: int
+    differences: list[str]
+    recorded_count: int
+
+    def message(self, cassette: str) -> str:
+        if self.number > self.recorded_count:
+            what = f"the session {cassette} recorded only {self.recorded_count} client messages"
+        else:
+            changed = "; ".join(self.differences[:3]) + (
+                f" (+{len(self.differences) - 3} more)" if len(self.differences) > 3 else ""
+            )
+            what = f"it differs from the recording in {cassette}: {changed}"
+        return (
+            f"cassette_miss: client message {self.number} of this WebSocket session has no recording: {what}. "
+            "Run with cassette_mode=update to record the session again."
+        )
+
+
+class SessionScript:
+    """A recorded session cut at its client messages: what to send on connect, then after each match.
+
+    Server messages recorded before the first client message (`session.created`,
+    Gemini's nothing-until-setup) go on connect; those recorded after client
+    message n go once live message n has matched. The recording's order is the
+    client's own causality: a client that waits for an event before sending
+    waited for it while recording too.
+    """
+
+    def __init__(self, session: Session, settings: MatchSettings) -> None:
+        self.session = session
+        self.settings = settings
+        self.opening: list[Frame] = []
+        self.turns: list[tuple[int, Frame, list[Frame]]] = []
+        """(frame index, client message, the server messages recorded after it)."""
+        for index, frame in enumerate(session.frames):
+            if frame.from_client:
+                self.turns.append((index, frame, []))
+            elif self.turns:
+                self.turns[-1][2].append(frame)
+            else:
+                self.opening.append(frame)
+        self.matched = 0
+        self.same_settings = session.digest_settings == settings.fingerprint
+
+    @property
+    def finished(self) -> bool:
+        """Every recorded client message has been matched."""
+        return self.matched >= len(self.turns)
+
+    def answer(self, payload: bytes) -> tuple[Frame, list[Frame]] | Miss:
+        """The recorded client message this live one matched and the server messages to send, or the miss."""
+        number = self.matched + 1
+        if self.finished:
+            return Miss(
+                number, [f"an extra message: {_described(message_identity(payload, self.settings))}"], len(self.turns)
+            )
+        index, recorded, replies = self.turns[self.matched]
+        live = message_identity(payload, self.settings)
+        digest = self.session.digests.get(index)
+        if digest is not None and self.same_settings and message_digest(payload, self.settings) == digest:
+            self.matched += 1
+            return recorded, replies
+        stored = message_identity(recorded.payload, self.settings)
+        if digest is None and stored == live:
+            self.matched += 1
+            return recorded, replies
+        diff = identity_differences(stored, live)
+        if digest is not None:
+            diff.append("(the recorded message was redacted when stored: the diff shows the redacted text)")
+        return Miss(number, diff or ["the message differs from the recording"], len(self.turns))
+
+
+def shape_of(url: str, frames: Sequence[Frame]) -> str:
+    """Which API's error shape the client reads: Gemini Live (a `setup` message first) or OpenAI Realtime."""
+    if "BidiGenerateContent" in url:
+        return GEMINI
+    first = next((f for f in frames if f.from_client), None)
+    if first is not None and first.payload.lstrip().startswith(b'{"setup"'):
+        return GEMINI
+    return OPENAI
+
+
+def miss_event(shape: str, message: str, details: dict, client_event_id: Any = None) -> dict:
+    """The error message a client gets before the close: in its API's own shape.
+
+    OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown). Gemini Live:
+    a Google API error object (`code`, `status`, `message`), which google-genai raises as its ClientError for
+    a server message that is no LiveServerMessage; the close that follows says it in short.
+    """
+    if shape == GEMINI:
+        return {"code": 409, "status": "ABORTED", "message": message, "details": [details]}
+    event = error_body("cassette_miss", message, param=None, event_id=client_event_id, **details)
+    return {"event_id": "event_cassette_miss", **event}
+
+
+def close_reason(text: str) -> str:
+    """`text` cut to what a close frame carries (123 bytes of UTF-8), on a character boundary."""
+    data = text.encode("utf-8")
+    if len(data) <= 123:
+        return text
+    return data[:120].decode("utf-8", "ignore") + "…"

@@ -1,0 +1,272 @@
+"""The loopback WebSocket server that plays recorded sessions: the handshake, the server's messages, the close.
+
+mitmproxy cannot finish a WebSocket session without a server: an addon can
+answer the upgrade with a 101 and inject messages, but when either side
+closes, mitmproxy closes a server connection it never opened (it logs a
+crash, and the client sees 1006, never a close frame), and an addon has no
+way to send a close code. So, as for timed streams (timed_replay.py), the
+addon routes a replayed upgrade to this server inside the proxy process
+(127.0.0.1, a free port), which the seal lets through and nothing else
+listens on. mitmproxy relays its frames to the client as it would an
+upstream's, and each client message reaches it to be matched
+(core/session_match.py). Each registered session is served once, under an
+unguessable path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Event,
+    Message,
+    Ping,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
+from wsproto.frame_protocol import CloseReason
+from wsproto.utilities import LocalProtocolError, RemoteProtocolError
+
+from ..core.session_file import Close, Frame
+from ..core.session_match import ERROR_CLOSE_CODE, MISS_CLOSE_CODE, Miss, SessionScript, close_reason, miss_event
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionPlay:
+    """One recorded session registered to be played to the next connection on its path."""
+
+    script: SessionScript
+    cassette: str
+    """The cassette's name relative to the cassette folder, for messages."""
+    shape: str
+    """Whose error shape a miss is told in (session_match.OPENAI or GEMINI)."""
+    headers: list[tuple[bytes, bytes]]
+    """The recorded 101's headers, less the handshake's own."""
+    subprotocol: str | None
+    close: Close | None
+    speed: float | None
+    """cassette_replay_timing: None sends every message at once, else the speed factor of the recorded gaps."""
+    on_end: Callable[[SessionPlay, str, dict | None], None]
+    """Called once: (the play, "hit" | "miss" | "error", the miss or error's details)."""
+    ended: bool = field(default=False)
+
+    def end(self, outcome: str, details: dict | None = None) -> None:
+        if not self.ended:
+            self.ended = True
+            self.on_end(self, outcome, details)
+
+
+@dataclass
+class _Batch:
+    """Server messages sent in order, paced from `at` (loop time) when recorded offsets are kept."""
+
+    at: float
+    base_ms: int
+    frames: list[Frame]
+    notice: str | None = None
+    """A text message sent after the frames (a miss's error event)."""
+    close: tuple[int | None, str] | None = None
+
+
+class SessionServer:
+    PREFIX = "/__cassette_session__/"
+
+    def __init__(self) -> None:
+        self._plays: dict[str, SessionPlay] = {}
+        self._connections: set[_Connection] = set()
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        if self._server is None:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+
+    def register(self, play: SessionPlay) -> str:
+        """The path under which this server plays `play`, once."""
+        path = f"{self.PREFIX}{secrets.token_hex(16)}"
+        self._plays[path] = play
+        return path
+
+    def stop(self) -> None:
+        """Count what is still open (the proxy stops while a client is connected) and what never connected."""
+        for connection in list(self._connections):
+            connection.finish()
+        for play in self._plays.values():
+            play.end("error", {"message": "the proxy stopped before mitmproxy connected the client to its session"})
+        self._plays.clear()
+        if self._server is not None:
+            self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = _Connection(self._plays, reader, writer)
+        self._connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self._connections.discard(connection)
+
+
+class _Connection:
+    """One client's session: wsproto's server side, a reader loop and a sender that keeps the recorded order."""
+
+    def __init__(self, plays: dict[str, SessionPlay], reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.plays = plays
+        self.reader, self.writer = reader, writer
+        self.ws = WSConnection(ConnectionType.SERVER)
+        self.play: SessionPlay | None = None
+        self.queue: asyncio.Queue[_Batch] = asyncio.Queue()
+        self.sender: asyncio.Task | None = None
+        self.parts: list[bytes] = []
+        self.missed = False
+        self.done = False
+
+    async def run(self) -> None:
+        try:
+            while not self.done:
+                data = await self.reader.read(65536)
+                self.ws.receive_data(data or None)
+                for event in self.ws.events():
+                    self._handle(event)
+                if not data:
+                    break
+        except (ConnectionError, RemoteProtocolError, LocalProtocolError):
+            pass  # the client went away, or spoke no WebSocket: nothing more to play
+        except Exception as e:  # a bug of ours: the client must see it, never a quiet end
+            log.exception("cassette: error while playing a recorded WebSocket session")
+            self._fail(f"cassette_error: the session replay failed ({type(e).__name__}: {e})")
+        finally:
+            self.finish()
+
+    def finish(self) -> None:
+        """The session is over for this client: count it (a hit unless it missed or failed), close the socket."""
+        self.done = True
+        if self.sender is not None:
+            self.sender.cancel()
+        if self.play is not None:
+            self.play.end("hit")
+        self.writer.close()
+
+    def _send(self, event: Event) -> None:
+        self.writer.write(self.ws.send(event))
+
+    def _handle(self, event: Event) -> None:
+        if isinstance(event, Request):
+            self._accept(event)
+        elif isinstance(event, Message):
+            self.parts.append(event.data.encode("utf-8") if isinstance(event, TextMessage) else event.data)
+            if event.message_finished:
+                payload, self.parts = b"".join(self.parts), []
+                self._client_message(payload)
+        elif isinstance(event, Ping):
+            self._send(event.response())
+        elif isinstance(event, CloseConnection):
+            if self.ws.state is ConnectionState.REMOTE_CLOSING:
+                self._send(event.response())
+            self.done = True
+
+    def _accept(self, request: Request) -> None:
+        play = self.plays.pop(request.target, None)
+        if play is None:  # not a path this proxy registered: nothing is served
+            self._send(RejectConnection(status_code=404, headers=[(b"content-length", b"0")], has_body=False))
+            self.done = True
+            return
+        self.play = play
+        chosen = play.subprotocol if play.subprotocol in request.subprotocols else None
+        self._send(AcceptConnection(subprotocol=chosen, extra_headers=play.headers))
+        self.sender = asyncio.get_running_loop().create_task(self._send_batches())
+        opening = _Batch(asyncio.get_running_loop().time(), 0, play.script.opening)
+        self._close_if_finished(opening)
+        self.queue.put_nowait(opening)
+
+    def _close_if_finished(self, batch: _Batch) -> None:
+        """The recording ended with the server's close after its last messages: so does the replay."""
+        close = self.play.close
+        if self.play.script.finished and close is not None and close.by == "server":
+            batch.close = (close.code, close.reason)
+
+    def _client_message(self, payload: bytes) -> None:
+        if self.play is None or self.missed:
+            return  # after a miss the session is closing: later messages are not compared
+        result = self.play.script.answer(payload)
+        now = asyncio.get_running_loop().time()
+        if isinstance(result, Miss):
+            self._miss(result, payload, now)
+            return
+        recorded, replies = result
+        batch = _Batch(now, recorded.ms, replies)
+        self._close_if_finished(batch)
+        self.queue.put_nowait(batch)
+
+    def _miss(self, miss: Miss, payload: bytes, now: float) -> None:
+        self.missed = True
+        play = self.play
+        message = miss.message(play.cassette)
+        details = {"cassette": play.cassette, "message_number": miss.number, "differences": miss.differences}
+        play.end("miss", {**details, "message": message})
+        event = miss_event(play.shape, message, details, _event_id(payload))
+        reason = close_reason(f"cassette_miss: client message {miss.number} has no recording in {play.cassette}")
+        self.queue.put_nowait(_Batch(now, 0, [], json.dumps(event, ensure_ascii=False), (MISS_CLOSE_CODE, reason)))
+
+    def _fail(self, message: str) -> None:
+        if self.play is not None:
+            self.play.end("error", {"cassette": self.play.cassette, "message": message})
+        if self.ws.state is ConnectionState.OPEN:
+            with contextlib.suppress(Exception):
+                self._send(CloseConnection(ERROR_CLOSE_CODE, close_reason(message)))
+
+    async def _send_batches(self) -> None:
+        loop = asyncio.get_running_loop()
+        speed = self.play.speed
+        try:
+            while True:
+                batch = await self.queue.get()
+                for frame in batch.frames:
+                    if speed is not None:
+                        delay = batch.at + (frame.ms - batch.base_ms) / 1000 / speed - loop.time()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
+                    if self.ws.state is not ConnectionState.OPEN:
+                        return
+                    message = (
+                        TextMessage(frame.payload.decode("utf-8")) if frame.is_text else BytesMessage(frame.payload)
+                    )
+                    self._send(message)
+                    await self.writer.drain()
+                if batch.notice is not None and self.ws.state is ConnectionState.OPEN:
+                    self._send(TextMessage(batch.notice))
+                if batch.close is not None and self.ws.state is ConnectionState.OPEN:
+                    code, reason = batch.close
+                    if code is None or code == CloseReason.NO_STATUS_RCVD:
+                        self._send(CloseConnection(CloseReason.NO_STATUS_RCVD))  # a close frame without a code
+                    else:
+                        self._send(CloseConnection(code, reason))
+                    await self.writer.drain()
+                    return
+        except ConnectionError:
+            return
+        except Exception as e:  # a bug of ours: closed with 4500, counted, logged
+            log.exception("cassette: error while sending a recorded WebSocket session")
+            self._fail(f"cassette_error: the session replay failed ({type(e).__name__}: {e})")
+
+
+def _event_id(payload: bytes) -> object:
+    """The client event's own `event_id` (OpenAI Realtime), which its error event names."""
+    with contextlib.suppress(ValueError, AttributeError, RecursionError):
+        message = json.loads(payload)
+        return message.get("event_id") if isinstance(message, dict) else None
+    return None

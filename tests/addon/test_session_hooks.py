@@ -1,0 +1,381 @@
+"""WebSocket sessions in-process (mitmproxy's taddons/tflow): the hooks the addon runs for an upgrade, the seal's
+one narrow exemption, what a recording saves and refuses to save, and the loopback server a replay is played by
+(driven by a wsproto client, as mitmproxy drives it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.key import public_url
+from cassette_proxy.core.recipe import facts_of
+from cassette_proxy.core.session_file import Close, Session
+from cassette_proxy.core.session_match import MatchSettings, SessionScript
+from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.facts import request_facts
+from cassette_proxy.proxy.session_server import SessionPlay, SessionServer
+from cassette_proxy.proxy.state import state_of
+from mitmproxy import connection, http, websocket
+from mitmproxy.addons.proxyserver import Proxyserver
+from mitmproxy.proxy import server_hooks
+from mitmproxy.test import taddons, tflow
+from session_samples import client, realtime_frames, server, write_session
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import (
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    Pong,
+    RejectConnection,
+    Request,
+    TextMessage,
+)
+from wsproto.frame_protocol import Opcode
+
+KEY = "AIzaFAKE-gemini-DO-NOT-STORE-0123456789abc"
+BEARER = "Bearer sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
+
+
+def upgrade(url: str = "https://api.openai.com/v1/realtime?model=gpt-realtime", **headers: str) -> http.HTTPFlow:
+    flow = tflow.tflow()
+    flow.request = http.Request.make(
+        "GET",
+        url,
+        b"",
+        {
+            "upgrade": "websocket",
+            "connection": "Upgrade",
+            "sec-websocket-version": "13",
+            "sec-websocket-key": "k",
+            **headers,
+        },
+    )
+    return flow
+
+
+@pytest.fixture
+def proxy(tmp_path):
+    """The addon in mitmproxy's test context: `proxy.configure(**options)`, then `proxy.run(hook, flow)`."""
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx:
+
+        class Driver:
+            root = tmp_path / "cassettes"
+
+            def configure(self, **options) -> Cassette:
+                tctx.options.update(cassette_dir=str(self.root), **options)
+                addon.configure(set(tctx.options.keys()))
+                return addon
+
+            def run(self, hook: str, flow) -> None:
+                result = getattr(addon, hook)(flow)
+                if asyncio.iscoroutine(result):
+                    tctx.master.event_loop.run_until_complete(result)
+
+        yield Driver()
+        addon.sessions.server.stop()
+
+
+def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_lets_through(proxy):
+    write_session(proxy.root, realtime_frames())
+    addon = proxy.configure(cassette_mode="replay", cassette_hosts=["*"])
+    flow = upgrade()
+    proxy.run("request", flow)
+    assert flow.response is None  # answered by the session server, not in the hook
+    assert (flow.request.scheme, flow.request.host) == ("http", "127.0.0.1")
+    assert flow.request.port == addon.sessions.server.port and flow.request.path.startswith(SessionServer.PREFIX)
+    assert state_of(flow).session_replay
+    assert addon.seal.exempt == {("127.0.0.1", addon.sessions.server.port)}
+    for host, port, refused in [
+        ("127.0.0.1", addon.sessions.server.port, False),
+        ("127.0.0.1", addon.sessions.server.port + 1, True),  # `cassette_hosts=*`: loopback is controlled too
+        ("localhost", addon.sessions.server.port, True),
+        ("api.openai.com", 443, True),
+    ]:
+        data = server_hooks.ServerConnectionHookData(
+            server=connection.Server(address=(host, port)), client=tflow.tclient_conn()
+        )
+        addon.server_connect(data)
+        assert bool(data.server.error) is refused, (host, port)
+
+
+def test_a_session_ignore_path_that_can_never_match_stops_the_proxy_naming_the_option():
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_session_ignore"):
+        tctx.configure(addon, cassette_session_ignore=["item..id"])
+
+
+def test_a_plain_request_for_a_session_and_a_bare_101_are_refused_not_played(proxy):
+    path = write_session(proxy.root, realtime_frames())
+    proxy.configure(cassette_mode="replay")
+    plain = tflow.tflow()
+    plain.request = http.Request.make("GET", "https://api.openai.com/v1/realtime?model=gpt-realtime")
+    proxy.run("request", plain)
+    assert plain.response.status_code == 500 and b"not a WebSocket upgrade" in plain.response.content
+    hollow = json.loads(path.read_text())
+    del hollow["session"]
+    path.write_text(json.dumps({**hollow, "cassette_format": 2}))
+    flow = upgrade()
+    proxy.run("request", flow)
+    assert flow.response.status_code == 500 and b"without a recorded session" in flow.response.content
+
+
+def test_an_upgrade_with_no_recording_misses_409_naming_what_changed(proxy):
+    write_session(proxy.root, realtime_frames())
+    addon = proxy.configure(cassette_mode="replay")
+    flow = upgrade("https://api.openai.com/v1/realtime?model=gpt-realtime-mini")
+    proxy.run("request", flow)
+    assert flow.response.status_code == 409
+    assert "query model" in json.loads(flow.response.content)["error"]["message"]
+    assert len(addon.report.misses) == 1
+
+
+def test_a_path_starting_with_two_slashes_keeps_its_first_segment():
+    """google-genai's Live URL is `wss://host//ws/…BidiGenerateContent`: `ws` is part of the path, not a host."""
+    request = upgrade("https://generativelanguage.googleapis.com/").request
+    # As the request line has it: `make` would parse the URL, and mitmproxy 12 reads `//ws` there as `////ws`.
+    request.path = "//ws/x.v1.GenerativeService.BidiGenerateContent?a=1"
+    facts = request_facts(request, frozenset(), "generativelanguage.googleapis.com")
+    assert facts.path == "//ws/x.v1.GenerativeService.BidiGenerateContent"
+    assert facts_of({"method": "GET", "url": public_url(facts)}).path == facts.path  # as a stored request reads back
+
+
+def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_options) -> http.HTTPFlow:
+    flow = upgrade(**upgrade_options)
+    flow.response = http.Response.make(
+        101, b"", {"upgrade": "websocket", "sec-websocket-accept": "x", "x-request-id": "r1"}
+    )
+    flow.response.timestamp_end = 1000.0
+    flow.websocket = websocket.WebSocketData()
+    for i, frame in enumerate(realtime_frames()):
+        flow.websocket.messages.append(
+            websocket.WebSocketMessage(Opcode.TEXT, frame.from_client, frame.payload, 1000 + frame.ms / 1000 + i * 1e-6)
+        )
+    flow.websocket.close_code, flow.websocket.closed_by_client = close_code, by_client
+    return flow
+
+
+def record(proxy, flow, **options) -> Cassette:
+    addon = proxy.configure(cassette_mode="record", **options)
+    addon.upstream.forward = lambda flow: None  # no probe, no timer: nothing is connected in-process
+    websocket_data = flow.websocket
+    flow.websocket, response, flow.response = None, flow.response, None
+    proxy.run("request", flow)
+    flow.response, flow.websocket = response, websocket_data
+    proxy.run("response", flow)
+    proxy.run("websocket_end", flow)
+    addon.sessions.done()
+    return addon
+
+
+def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
+    flow = recorded_flow(
+        url=f"https://generativelanguage.googleapis.com/ws/x.BidiGenerateContent?key={KEY}", authorization=BEARER
+    )
+    secret = "sk-" + "a1b2c3d4" * 4
+    flow.websocket.messages[1].content = json.dumps(
+        {"type": "session.update", "session": {"instructions": secret}}
+    ).encode()
+    addon = record(proxy, flow, cassette_hosts=["*"], cassette_record_statuses=["101", "2xx"])
+    [saved] = proxy.root.rglob("*.json")
+    text = saved.read_text()
+    assert "DO-NOT-STORE" not in text and "key=" not in text and secret not in text
+    cassette = load(saved, proxy.root)
+    assert cassette["response"] == {"status": 101, "headers": {"x-request-id": "r1"}}
+    frames = cassette["session"]["frames"]
+    assert [f["from"] for f in frames] == ["server", "client", "server", "client", "server", "client", *["server"] * 4]
+    assert frames[1]["match_digest"] and "[REDACTED" in frames[1]["json"]["session"]["instructions"]
+    assert frames[6]["ms"] == 120  # offsets from the 101
+    assert addon.report.recorded == 1 and addon.report.errors == []
+
+
+@pytest.mark.parametrize(
+    ("code", "by_client", "why"),
+    [(1006, True, "cut off before its close frame"), (1006, False, "cut off"), (1011, False, "a server failure")],
+)
+def test_a_session_cut_off_or_failed_is_not_saved_and_the_report_says_why(proxy, code, by_client, why):
+    addon = record(proxy, recorded_flow(code, by_client))
+    assert list(proxy.root.rglob("*.json")) == []
+    [error] = addon.report.errors
+    assert error["type"] == "session_incomplete" and why in error["message"]
+
+
+def test_a_101_is_never_a_plain_cassette_whatever_the_record_statuses(proxy):
+    flow = recorded_flow()
+    flow.websocket = None  # mitmproxy relays no session (its `websocket` option off)
+    addon = proxy.configure(cassette_mode="record", cassette_record_statuses=["101", "2xx"])
+    addon.upstream.forward = lambda flow: None
+    response, flow.response = flow.response, None
+    proxy.run("request", flow)
+    flow.response = response
+    proxy.run("response", flow)
+    assert list(proxy.root.rglob("*.json")) == []
+    assert [e["type"] for e in addon.report.errors] == ["not_a_websocket"]
+
+
+def test_a_session_still_open_when_the_proxy_stops_is_not_saved(proxy):
+    flow = recorded_flow()
+    addon = proxy.configure(cassette_mode="record")
+    addon.upstream.forward = lambda flow: None
+    websocket_data, response = flow.websocket, flow.response
+    flow.websocket = flow.response = None
+    proxy.run("request", flow)
+    flow.response, flow.websocket = response, websocket_data
+    proxy.run("response", flow)
+    addon.done()
+    assert list(proxy.root.rglob("*.json")) == []
+    assert [e["type"] for e in addon.report.errors] == ["session_incomplete"]
+    assert "proxy stopped" in addon.report.errors[0]["message"]
+
+
+# -- the session server, driven as mitmproxy drives it ---------------------------------------------------------
+
+
+class WsClient:
+    """A wsproto client over asyncio streams: the side mitmproxy plays towards the session server."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self.events: list = []
+
+    @classmethod
+    async def connect(cls, port: int, path: str, subprotocols=()) -> WsClient:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        ws = cls(reader, writer)
+        writer.write(ws.ws.send(Request(host="api.openai.com", target=path, subprotocols=list(subprotocols))))
+        return ws
+
+    def send(self, event) -> None:
+        self.writer.write(self.ws.send(event))
+
+    async def next(self, timeout: float = 5):
+        while not self.events:
+            data = await asyncio.wait_for(self.reader.read(65536), timeout)
+            self.ws.receive_data(data or None)
+            self.events.extend(self.ws.events())
+            if not data and not self.events:
+                raise ConnectionError("closed")
+        return self.events.pop(0)
+
+
+def play(frames, close=None, speed=None, subprotocol=None, ended=None) -> SessionPlay:
+    session = Session(tuple(frames), close, ("event_id",))
+    return SessionPlay(
+        script=SessionScript(session, MatchSettings()),
+        cassette="api.openai.com/v1/realtime/k.json",
+        shape="openai-realtime",
+        headers=[(b"x-request-id", b"r1")],
+        subprotocol=subprotocol,
+        close=close,
+        speed=speed,
+        on_end=lambda p, outcome, details: (ended if ended is not None else []).append((outcome, details)),
+    )
+
+
+def run(coroutine):
+    return asyncio.new_event_loop().run_until_complete(coroutine)
+
+
+def test_the_server_plays_the_opening_then_answers_each_matching_message_and_pings():
+    async def scenario():
+        server = SessionServer()
+        await server.start()
+        ended = []
+        frames = realtime_frames()
+        path = server.register(play(frames, Close("server", 1000, "bye"), subprotocol="realtime", ended=ended))
+        ws = await WsClient.connect(server.port, path, ["realtime", "openai-beta.realtime-v1"])
+        accepted = await ws.next()
+        assert isinstance(accepted, AcceptConnection) and accepted.subprotocol == "realtime"
+        assert (b"x-request-id", b"r1") in accepted.extra_headers
+        assert json.loads((await ws.next()).data)["type"] == "session.created"
+        ws.send(Ping(b"p"))
+        assert isinstance(await ws.next(), Pong)
+        got = []
+        for message in (json.loads(f.payload) for f in frames if f.from_client):
+            ws.send(TextMessage(json.dumps({**message, "event_id": "other"})))
+        while not isinstance(event := await ws.next(), CloseConnection):
+            got.append(json.loads(event.data)["type"])
+        assert got == [
+            "session.updated",
+            "conversation.item.created",
+            "response.created",
+            *["response.output_text.delta"] * 2,
+            "response.done",
+        ]
+        assert (event.code, event.reason) == (1000, "bye")  # the recorded close, after the last message
+        ws.send(event.response())
+        await asyncio.sleep(0.05)
+        assert ended == [("hit", None)]
+        server.stop()
+
+    run(scenario())
+
+
+def test_a_changed_message_gets_the_error_event_and_close_4409():
+    async def scenario():
+        server = SessionServer()
+        await server.start()
+        ended = []
+        frames = realtime_frames()
+        path = server.register(play(frames, ended=ended))
+        ws = await WsClient.connect(server.port, path)
+        await ws.next(), await ws.next()  # accepted, session.created
+        ws.send(
+            TextMessage(
+                json.dumps({"type": "session.update", "event_id": "e9", "session": {"instructions": "Be long."}})
+            )
+        )
+        error = json.loads((await ws.next()).data)
+        assert error["type"] == "error" and error["error"]["code"] == "cassette_miss"
+        assert error["error"]["event_id"] == "e9"
+        assert error["error"]["differences"] == ['session.instructions: "Be brief." → "Be long."']
+        close = await ws.next()
+        assert isinstance(close, CloseConnection) and close.code == 4409 and close.reason.startswith("cassette_miss")
+        assert ended[0][0] == "miss" and ended[0][1]["message_number"] == 1
+        server.stop()
+
+    run(scenario())
+
+
+def test_recorded_timing_keeps_the_gaps_and_binary_frames_stay_binary():
+    frames = [client(0, {"setup": {}}), server(300, {"setupComplete": {}}, binary=True), server(500, {"x": 1})]
+
+    async def scenario():
+        server_ = SessionServer()
+        await server_.start()
+        path = server_.register(play(frames, speed=2.0))
+        ws = await WsClient.connect(server_.port, path)
+        await ws.next()
+        began = time.monotonic()
+        ws.send(TextMessage(json.dumps({"setup": {}})))
+        first = await ws.next()
+        at_first = time.monotonic() - began
+        second = await ws.next()
+        at_second = time.monotonic() - began
+        assert isinstance(first, BytesMessage) and json.loads(first.data) == {"setupComplete": {}}
+        assert isinstance(second, TextMessage)
+        assert at_first >= 0.15 and at_second >= 0.25  # 300 ms and 500 ms after the message, at twice the speed
+        server_.stop()
+
+    run(scenario())
+
+
+def test_an_unregistered_path_is_refused_and_a_session_is_served_once():
+    async def scenario():
+        server = SessionServer()
+        await server.start()
+        path = server.register(play(realtime_frames()))
+        stranger = await WsClient.connect(server.port, SessionServer.PREFIX + "0" * 32)
+        assert isinstance(await stranger.next(), RejectConnection)
+        first = await WsClient.connect(server.port, path)
+        assert isinstance(await first.next(), AcceptConnection)
+        again = await WsClient.connect(server.port, path)
+        assert isinstance(await again.next(), RejectConnection)
+        server.stop()
+
+    run(scenario())

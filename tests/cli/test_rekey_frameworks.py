@@ -1,0 +1,54 @@
+"""`cassette rekey` carries cassettes recorded before the framework presets over to them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from cassette_proxy.cli import main
+from cassette_proxy.core.cassette_file import new_cassette
+from cassette_proxy.core.location import cassette_files, relative_path
+from cassette_proxy.core.recipe import make_recipe, stored_key
+from samples import write
+
+BEFORE_PRESETS = {"recipe": 2, "ignore": [], "key_headers": ["anthropic-version", "anthropic-beta", "openai-beta"],
+                  "ignore_values": []}  # fmt: skip
+
+
+def tool_example_cassette(call_id: str) -> dict:
+    """A recording of a LangChain few-shot tool example whose made-up id happened to be keyed as sent."""
+    request = {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {},
+               "body_format": "json", "body": {"model": "gpt-4o-mini", "messages": [
+                   {"role": "assistant", "content": "", "tool_calls": [
+                       {"id": call_id, "type": "function", "function": {"name": "Person", "arguments": "{}"}}]},
+                   {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+                   {"role": "user", "content": "Mark went to Rome."}]}}  # fmt: skip
+    response = {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json", "body": {}}
+    key = stored_key(request, make_recipe(frameworks=()))
+    return new_cassette(key, request, response, {"cassette_proxy": "0.1.0"}, BEFORE_PRESETS)
+
+
+def only_cassette(folder) -> dict:
+    [path] = cassette_files(folder)
+    return json.loads(path.read_text())
+
+
+def test_rekey_gives_a_cassette_from_before_the_presets_all_of_them(tmp_path, capsys):
+    old = tool_example_cassette(str(uuid.uuid4()))
+    write(tmp_path, old, relative_path("https", "api.openai.com", 443, "/v1/chat/completions", old["key"]).as_posix())
+
+    assert main(["rekey", "--dir", str(tmp_path)]) == 0
+    assert "1 moved" in capsys.readouterr().out
+    new = only_cassette(tmp_path)
+    assert new["keyed_with"]["frameworks"] == ["langchain", "openai-agents", "pydantic-ai"]
+    # the key a run with the default presets computes for a new uuid: the recording now hits
+    assert new["key"] == stored_key(tool_example_cassette(str(uuid.uuid4()))["request"], make_recipe()) != old["key"]
+
+    assert main(["rekey", "--dir", str(tmp_path), "--frameworks"]) == 0  # none: back to the key as sent
+    capsys.readouterr()
+    assert only_cassette(tmp_path)["key"] == old["key"]
+    assert only_cassette(tmp_path)["keyed_with"]["frameworks"] == []
+
+    assert main(["rekey", "--dir", str(tmp_path)]) == 0  # recorded with none, said so: kept
+    assert "0 moved" in capsys.readouterr().out
+    assert only_cassette(tmp_path)["key"] == old["key"]

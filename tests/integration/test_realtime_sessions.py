@@ -1,0 +1,179 @@
+"""Realtime sessions over WebSocket, end to end: real clients (the openai SDK, `websockets`, google-genai, the openai
+npm SDK), a real mitmdump with the addon, and a fake realtime upstream of our own (OpenAI Realtime and Gemini
+Live shapes, ws and wss) that is stopped before every replay.
+
+Each test records once, then replays with the upstream gone: the server's events are the recorded ones (its
+ids are random, so a live answer would differ), a changed client message is a miss the client is told about
+(the API's own error shape, a 4409 close) and the report counts, and no API key reaches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cassette_command import cassette, redirect_args
+from harness import ROOT, SUPPORT, FakeUpstream, Proxy
+
+CLIENT = SUPPORT / "realtime_client.py"
+NODE_SESSION = ROOT / "tests" / "node" / "realtime" / "session.mjs"
+SECRET_MARK = "DO-NOT-STORE"
+"""Part of every fake API key the clients send (realtime_client.py, session.mjs)."""
+
+
+@pytest.fixture
+def realtime_upstream(tmp_path, upstream_certificate):
+    """The fake realtime APIs over wss (its certificate trusted by mitmproxy through ssl_verify_upstream_trusted_ca)."""
+    fake = FakeUpstream(tmp_path / "realtime-upstream", upstream_certificate, script=SUPPORT / "fake_realtime.py")
+    yield fake.start()
+    fake.stop()
+
+
+def run_client(env: dict[str, str], *args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, str(CLIENT), *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def session(proxy: Proxy, *args: str) -> dict:
+    """One conversation through `proxy` as a user's shell points clients at it: HTTPS_PROXY and a CA bundle."""
+    return run_client(proxy.client_env(), *args)
+
+
+def assert_no_secret_on_disk(*places: Path) -> None:
+    for place in places:
+        for path in [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]:
+            assert SECRET_MARK.encode() not in path.read_bytes(), f"an API key reached {path}"
+
+
+def answer_text(events: list[dict]) -> str:
+    return "".join(e.get("delta", "") for e in events if e["type"] == "response.output_text.delta")
+
+
+def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward_proxy(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    recorded = session(recorder, "openai", "Say hello", "--event-ids", "evt_rec")
+    cut = session(recorder, "openai", "Please drop the line", "--model", "gpt-realtime-cut")
+    report = recorder.stop()
+    assert recorded["closed"] is None and recorded["events"][-1]["type"] == "response.done"
+    assert answer_text(recorded["events"]) == "Echo: Say hello "
+    # The upstream dropped the connection without a close frame (mitmproxy then closes the client with 1000).
+    assert "response.done" not in [e["type"] for e in cut["events"]]
+    assert report["counts"]["recorded"] == 1 and report["counts"]["upstream"] == 2
+    assert [e["type"] for e in report["errors"]] == ["session_incomplete"]  # the cut session: an error, no cassette
+    assert "gpt-realtime-cut" in report["errors"][0]["url"]
+    [saved] = cassette_dir.rglob("*.json")
+    assert saved.parent == cassette_dir / "api.openai.com" / "v1" / "realtime"
+    assert json.loads(saved.read_text())["session"]["close"] == {"by": "client", "code": 1000, "reason": ""}
+    assert realtime_upstream.stats()["keys"] == ["Bearer sk-fake-openai-DO-NOT-STORE-0123456789abcdef"] * 2
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    first = session(player, "openai", "Say hello", "--event-ids", "evt_one")
+    second = session(player, "openai", "Say hello", "--event-ids", "evt_two")
+    changed = session(player, "openai", "Say goodbye")
+    report = player.stop()
+    assert first == second == recorded  # the recorded server events, their random ids included
+    error = next(e for e in changed["events"] if e["type"] == "error")["error"]
+    assert error["code"] == error["type"] == "cassette_miss"
+    assert 'item.content[0].text: "Say hello" → "Say goodbye"' in error["message"]
+    assert error["cassette"] == saved.relative_to(cassette_dir).as_posix()
+    assert changed["closed"]["code"] == 4409 and changed["closed"]["reason"].startswith("cassette_miss")
+    assert report["counts"] | {"hits": 2, "misses": 1, "upstream": 0, "errors": 0} == report["counts"]
+    [miss] = report["misses"]
+    assert miss["session"]["differences"] == ['item.content[0].text: "Say hello" → "Say goodbye"']
+    assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
+
+
+def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    tool_call = session(recorder, "gemini", "What is the weather in Paris?")  # `?key=` in the URL
+    genai = session(recorder, "genai", "Say hello")  # google-genai: `x-goog-api-key`
+    report = recorder.stop()
+    assert report["counts"]["recorded"] == 2, report["errors"]
+    assert [next(iter(m)) for m in tool_call["events"]] == [
+        "setupComplete",
+        "toolCall",
+        "serverContent",
+        "serverContent",
+    ]
+    assert all(tool_call["binary"])  # Gemini answers in binary frames holding JSON
+    assert realtime_upstream.stats()["keys"] == ["AIzaFAKE-gemini-DO-NOT-STORE-0123456789abc"] * 2
+    sidecars = list(cassette_dir.rglob("*.bin"))
+    assert len(sidecars) == 1  # google-genai's session has audio; its base64 lives beside the cassette
+    audio = next(p["inline_data"]["data"] for e in genai["events"] for p in e["server_content"].get("model_turn", {}).get("parts", []) if "inline_data" in p)  # fmt: skip
+    assert all(audio[:64] not in p.read_text() for p in cassette_dir.rglob("*.json"))
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    assert session(player, "gemini", "What is the weather in Paris?") == tool_call
+    assert session(player, "genai", "Say hello") == genai
+    missed = session(player, "genai", "Say goodbye")
+    report = player.stop()
+    assert (
+        missed["closed"]["code"] == 409 and "cassette_miss" in missed["closed"]["reason"]
+    )  # google-genai's ClientError
+    assert 'parts[0].text: "Say hello" → "Say goodbye"' in missed["closed"]["reason"]
+    assert report["counts"] | {"hits": 2, "misses": 1, "upstream": 0} == report["counts"]
+    assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
+    for cassette_file in cassette_dir.rglob("*.json"):
+        assert "key=" not in json.loads(cassette_file.read_text())["request"]["url"]
+
+
+SUITE = (
+    "{python} {client} openai 'What is the weather?' --model gpt-realtime-mini && node {node} {text!r}"
+    " && {python} {client} gemini 'Say hello'"
+)
+"""A suite with three realtime tests: the Python SDK over ws:// and the npm SDK over wss://, both at
+OPENAI_BASE_URL, and `websockets` over wss:// to Gemini Live through HTTPS_PROXY with the run's CA bundle."""
+
+
+def suite(text: str) -> list[str]:
+    command = SUITE.format(
+        python=shlex.quote(sys.executable), client=shlex.quote(str(CLIENT)), node=NODE_SESSION, text=text
+    )
+    return ["sh", "-c", f"({command}) > out.txt"]
+
+
+def test_reverse_route_sessions_replay_under_cassette_run_and_a_miss_fails_strict(tmp_path, realtime_upstream):
+    """`--reverse openai=…` gives OPENAI_BASE_URL: the Python SDK makes it ws://, the npm SDK wss://; the forward
+    route (`HTTPS_PROXY`, the CA bundle `cassette run` wires) carries Gemini Live. All three replay."""
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(realtime_upstream)}
+    reverse = ("--reverse", "openai=https://api.openai.com")
+    recorded = cassette(
+        "run", "--mode", "record", "--strict", *reverse, "--", *suite("Say hello"), cwd=tmp_path, env=env
+    )
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "3 recorded" in recorded.stderr and "routes: forward 1, openai 2" in recorded.stderr
+    python_run, node_run, gemini_run = (json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines())
+    assert gemini_run["closed"] is None and all(gemini_run["binary"])
+    assert any(e["type"] == "response.function_call_arguments.done" for e in python_run["events"])
+    assert node_run["closed"]["code"] == 1000
+    realtime_upstream.stop()
+
+    replayed = cassette("run", "--strict", *reverse, "--", *suite("Say hello"), cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "3 hits, 0 misses, 0 recorded, 0 upstream" in replayed.stderr
+    replayed_runs = [json.loads(line) for line in (tmp_path / "out.txt").read_text().splitlines()]
+    assert replayed_runs == [python_run, node_run, gemini_run]
+
+    missed = cassette("run", "--strict", *reverse, "--", *suite("Say goodbye"), cwd=tmp_path, env=env)
+    assert missed.returncode != 0  # the suite swallowed the error event; --strict does not
+    assert (
+        "2 hits, 1 misses" in missed.stderr and "cassette: miss GET https://api.openai.com/v1/realtime" in missed.stderr
+    )
+    node_missed = json.loads((tmp_path / "out.txt").read_text().splitlines()[1])
+    assert node_missed["closed"]["code"] == 4409
+    assert [e["type"] for e in node_missed["events"]][-1] == "error"
+    assert_no_secret_on_disk(tmp_path / "cassettes")

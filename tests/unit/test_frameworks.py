@@ -1,0 +1,147 @@
+"""Framework presets: what each framework makes up keys alike across runs, and a real change still misses."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from cassette_proxy.core.frameworks import DEFAULT_FRAMEWORKS, parse_frameworks
+from cassette_proxy.core.key import RequestFacts, request_key
+from cassette_proxy.core.recipe import make_recipe, recipe_of, stored_key
+
+ON = make_recipe()
+OFF = make_recipe(frameworks=())
+
+
+def key(body: dict, recipe=ON) -> str:
+    return stored_key({"method": "POST", "url": "https://api.openai.com/v1/responses", "headers": {},
+                       "body_format": "json", "body": body}, recipe)  # fmt: skip
+
+
+def agents_request(prompt: str, cache_key: str) -> dict:
+    return {"model": "gpt-4.1", "input": [{"role": "user", "content": prompt}], "prompt_cache_key": cache_key}
+
+
+def run_key() -> str:
+    return f"agents-sdk:run:{uuid.uuid4().hex}"
+
+
+def test_presets_are_all_on_by_default():
+    assert ON.frameworks == DEFAULT_FRAMEWORKS == ("langchain", "openai-agents", "pydantic-ai")
+
+
+def test_openai_agents_run_cache_key_keys_alike_across_runs_and_a_prompt_change_still_misses():
+    first, second = agents_request("hi", run_key()), agents_request("hi", run_key())
+    assert key(first) == key(second)
+    assert key(first, OFF) != key(second, OFF)
+    assert key(agents_request("hello", run_key())) != key(first)
+
+
+def test_openai_agents_keys_made_from_the_users_own_ids_still_count():
+    # conversation, session and group ids are hashed into agents-sdk:<kind>:<hash>: the same every run for the same id
+    assert key(agents_request("hi", "agents-sdk:group:" + "a" * 32)) != key(
+        agents_request("hi", "agents-sdk:group:" + "b" * 32)
+    )
+    # the run key's shape anywhere but prompt_cache_key is the user's text
+    assert key(agents_request(run_key(), "x")) != key(agents_request(run_key(), "x"))
+
+
+def gemini_tool_turn(call_id: str, city: str = "Paris") -> dict:
+    return {"contents": [
+        {"role": "user", "parts": [{"text": f"weather in {city}?"}]},
+        {"role": "model", "parts": [{"function_call": {"id": call_id, "name": "weather", "args": {"city": city}}}]},
+        {"role": "user", "parts": [{"function_response": {"id": call_id, "name": "weather", "response": {"t": 20}}}]},
+    ]}  # fmt: skip
+
+
+def test_pydantic_ai_tool_call_ids_key_alike_and_keep_their_pairing():
+    a, b = f"pyd_ai_{uuid.uuid4().hex}", f"pyd_ai_{uuid.uuid4().hex}"
+    assert key(gemini_tool_turn(a)) == key(gemini_tool_turn(b))
+    assert key(gemini_tool_turn(a, "Rome")) != key(gemini_tool_turn(b))
+    crossed = gemini_tool_turn(a)
+    crossed["contents"][2]["parts"][0]["function_response"]["id"] = b  # the answer to another call
+    assert key(crossed) != key(gemini_tool_turn(a))
+
+
+def tool_example(call_id: str, content: str = "Fiona traveled far from France to Spain.") -> dict:
+    """What langchain_core's tool_example_to_messages() sends: a fresh uuid4 per few-shot tool call."""
+    return {"model": "gpt-4o-mini", "messages": [
+        {"role": "user", "content": content},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "Person", "arguments": "{\"name\": \"Fiona\"}"}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": "You have correctly called this tool."},
+        {"role": "user", "content": "Mark went to Rome."},
+    ]}  # fmt: skip
+
+
+def test_langchain_tool_example_uuids_key_alike_across_runs():
+    assert key(tool_example(str(uuid.uuid4()))) == key(tool_example(str(uuid.uuid4())))
+    assert key(tool_example(str(uuid.uuid4())), OFF) != key(tool_example(str(uuid.uuid4())), OFF)
+    assert key(tool_example(str(uuid.uuid4()), "Fiona went to Rome.")) != key(tool_example(str(uuid.uuid4())))
+
+
+def test_a_uuid_the_user_chose_still_counts():
+    # inside a prompt, in a field that is no tool-call id, or name-based (uuid5: the same every run)
+    assert key(tool_example("x", f"order {uuid.uuid4()}")) != key(tool_example("x", f"order {uuid.uuid4()}"))
+    assert key({"metadata": {"order": str(uuid.uuid4())}}) != key({"metadata": {"order": str(uuid.uuid4())}})
+    assert key(tool_example(str(uuid.uuid5(uuid.NAMESPACE_URL, "a")))) != key(
+        tool_example(str(uuid.uuid5(uuid.NAMESPACE_URL, "b")))
+    )
+
+
+def test_langchain_prefixed_ids_key_alike():
+    def body(block_id: str) -> dict:
+        return {"input": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "id": block_id}]}],
+                "metadata": {"image": f"lc-image-{uuid.uuid4().hex}"}}  # fmt: skip
+
+    assert key(body(f"lc_{uuid.uuid4()}")) == key(body(f"lc_{uuid.uuid4()}"))
+    assert key(body(f"lc_run-{uuid.uuid4()}-0")) == key(body(f"lc_run-{uuid.uuid4()}-0"))
+    assert key(body(f"lc_run-{uuid.uuid4()}-0")) != key(body(f"lc_run-{uuid.uuid4()}-1"))  # the index is not made up
+
+
+def test_an_escaped_spelling_keys_like_the_plain_one():
+    """The raw-body shortcut (volatile.could_match) must not skip a value spelled with \\u escapes."""
+    call_id = f"pyd_ai_{uuid.uuid4().hex}"
+    plain = json.dumps(gemini_tool_turn(call_id)).encode()
+    escaped = plain.replace(b"pyd_ai_", b"pyd\\u005fai_")
+    other = json.dumps(gemini_tool_turn(f"pyd_ai_{uuid.uuid4().hex}")).encode()
+
+    def facts(body: bytes) -> RequestFacts:
+        return RequestFacts("POST", "https", "api.openai.com", 443, "/v1/x", [], {}, body, "application/json")
+
+    keys = {
+        request_key(facts(body), (), (), ON.patterns)
+        for body in (plain, escaped, other, plain.decode().encode("utf-16"))
+    }
+    assert len(keys) == 1
+
+
+def test_only_one_preset_can_be_chosen_and_unknown_names_are_refused():
+    assert key(tool_example(str(uuid.uuid4())), make_recipe(frameworks=["langchain"])) == key(
+        tool_example(str(uuid.uuid4())), make_recipe(frameworks=["langchain"])
+    )
+    assert parse_frameworks(["", " "]) == ()
+    with pytest.raises(ValueError, match="'crewai' is not a framework preset; choose from"):
+        parse_frameworks(["crewai"])
+
+
+def test_cassettes_name_their_presets_and_older_ones_had_none():
+    assert ON.to_json()["frameworks"] == ["langchain", "openai-agents", "pydantic-ai"]
+    older = {"keyed_with": {"recipe": 2, "ignore": [], "key_headers": [], "ignore_values": []}}
+    assert recipe_of(older).frameworks == ()
+
+
+@pytest.mark.parametrize(
+    ("body", "noted"),
+    [({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, False), (tool_example("x"), False),
+     (tool_example(str(uuid.uuid4())), True)],
+)  # fmt: skip
+def test_a_miss_names_the_presets_only_when_they_key_the_recording_otherwise(body, noted):
+    request = {"method": "POST", "url": "https://api.openai.com/v1/chat/completions", "headers": {},
+               "body_format": "json", "body": body}  # fmt: skip
+    note = ON.framework_difference(recipe_of({"keyed_with": {"recipe": 2}}), request)
+    assert (
+        note == "recorded with different framework presets: [] → ['langchain', 'openai-agents', 'pydantic-ai']"
+    ) is noted
+    assert note is None or noted

@@ -1,0 +1,74 @@
+"""Telemetry sinks: which requests are a framework's traces, and the success each client reads back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cassette_proxy.core.telemetry import answer, parse_sinks
+
+SINKS = parse_sinks(True, [])
+
+
+@pytest.mark.parametrize(
+    ("method", "host", "path", "sink"),
+    [
+        ("POST", "api.openai.com", "/v1/traces/ingest", "openai-agents traces"),
+        ("GET", "api.smith.langchain.com", "/info", "LangSmith"),
+        ("POST", "api.smith.langchain.com", "/runs/multipart", "LangSmith"),
+        ("POST", "eu.api.smith.langchain.com", "/runs/batch", "LangSmith"),
+        ("PATCH", "api.smith.langchain.com", "/runs/0f3c0b8e-5c2a-4a8e-9d1e-3c1b7f9a2e11", "LangSmith"),
+        ("POST", "us.cloud.langfuse.com", "/api/public/otel/v1/traces", "Langfuse"),
+        ("POST", "cloud.langfuse.com", "/api/public/ingestion", "Langfuse"),
+        ("POST", "logfire-us.pydantic.dev", "/v1/traces", "Logfire"),
+        ("GET", "logfire-eu.pydantic.dev", "/v1/info", "Logfire"),
+        ("POST", "API.OpenAI.com", "/v1/traces/ingest?x=1", "openai-agents traces"),
+    ],
+)
+def test_the_known_sinks_are_recognised(method, host, path, sink):
+    assert SINKS.match(method, host, path).name == sink
+
+
+@pytest.mark.parametrize(
+    ("method", "host", "path"),
+    [
+        ("POST", "api.openai.com", "/v1/responses"),  # a model call
+        ("GET", "api.openai.com", "/v1/traces/ingest"),
+        ("GET", "api.smith.langchain.com", "/runs/0f3c0b8e-5c2a-4a8e-9d1e-3c1b7f9a2e11"),  # reading a run back
+        ("POST", "api.smith.langchain.com", "/runs/query"),
+        ("GET", "api.smith.langchain.com", "/commits/hwchase17/react/latest"),  # a prompt from the hub: data
+        ("GET", "cloud.langfuse.com", "/api/public/v2/prompts/greeting"),
+        ("POST", "evil.example", "/v1/traces/ingest"),
+    ],
+)
+def test_model_calls_and_the_data_a_test_reads_are_not_sinks(method, host, path):
+    assert SINKS.match(method, host, path) is None
+
+
+def test_more_sinks_can_be_listed_and_the_known_ones_turned_off():
+    extra = parse_sinks(True, ["otel.example.com/v1/*"])
+    assert extra.match("POST", "otel.example.com", "/v1/traces") is not None
+    assert extra.match("POST", "api.openai.com", "/v1/traces/ingest") is not None
+    off = parse_sinks(False, ["otel.example.com/v1/*"])
+    assert off.match("POST", "api.openai.com", "/v1/traces/ingest") is None
+    assert off.match("PUT", "otel.example.com", "/v1/logs") is not None
+    assert parse_sinks(False, []).match("POST", "api.openai.com", "/v1/traces/ingest") is None
+
+
+@pytest.mark.parametrize("entry", ["otel.example.com", "https://otel.example.com/v1/traces", "/v1/traces", ""])
+def test_a_sink_glob_without_host_or_path_is_refused(entry):
+    with pytest.raises(ValueError, match="is not a telemetry sink glob; write HOST/PATH"):
+        parse_sinks(True, [entry])
+
+
+def test_each_client_gets_the_success_it_reads():
+    status, headers, body = answer(SINKS.match("POST", "api.openai.com", "/v1/traces/ingest"), "application/json")
+    assert (status, json.loads(body), headers["content-type"]) == (200, {}, "application/json")
+    otlp = SINKS.match("POST", "logfire-us.pydantic.dev", "/v1/traces")
+    assert answer(otlp, "application/x-protobuf")[::2] == (200, b"")  # an empty ExportTraceServiceResponse
+    assert answer(otlp, "application/json")[2] == b"{}"
+    info = json.loads(answer(SINKS.match("GET", "logfire-us.pydantic.dev", "/v1/info"), "")[2])
+    assert set(info) == {"project_name", "project_url"}  # what logfire's from_token() reads
+    status, _, body = answer(SINKS.match("POST", "cloud.langfuse.com", "/api/public/ingestion"), "application/json")
+    assert (status, json.loads(body)) == (207, {"successes": [], "errors": []})
+    assert headers["x-cassette-telemetry"] == "answered offline"
