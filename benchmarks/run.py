@@ -43,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
+import big_request  # noqa: E402
 import load  # noqa: E402
 import openai  # noqa: E402
 import pressure  # noqa: E402
@@ -56,7 +57,7 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
-PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord", "vcr")
+PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord", "bigrequest", "vcr")
 """`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
@@ -501,6 +502,7 @@ def markdown(results: dict) -> str:
         ("big", markdown_big),
         ("burst", markdown_burst),
         ("bigrecord", markdown_bigrecord),
+        ("bigrequest", markdown_bigrequest),
         ("vcr", vcr_suite.markdown_vcr),
     ):
         if part in results:
@@ -683,6 +685,22 @@ def markdown_bigrecord(results: dict) -> list[str]:
     return lines
 
 
+def markdown_bigrequest(results: dict) -> list[str]:
+    lines = [
+        "**8b. Big requests** (one client sends a big chat request while another sends small hits; `floor`: mitmdump "
+        "answering a constant, what receiving the bytes costs mitmproxy; median of interleaved rounds)",
+        "",
+        "| system | request MB | small hit max ms | ÷ floor's (same round) | small hit p50 ms | big request s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results["bigrequest"]:
+        lines.append(
+            f"| {r['system']} | {r['body_mb']} | {r['small_max_ms']} | {r['over_floor']} | {r['small_p50_ms']} "
+            f"| {r['big_s']} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and requests, scale only to 10,000")
@@ -699,6 +717,8 @@ def main() -> None:
     parser.add_argument("--big-mb", default="20,50", help="big cassette sizes (MB) timed against small hits")
     parser.add_argument("--rss-mb", default="20,50,200", help="big cassette sizes (MB) whose peak RSS is measured")
     parser.add_argument("--record-mb", default="50,200", help="big answer sizes (MB) recorded through the proxy")
+    parser.add_argument("--request-mb", default="50", help="big request sizes (MB) sent while small hits are timed")
+    parser.add_argument("--request-rounds", type=int, default=3, help="interleaved rounds of the big-request part")
     parser.add_argument("--vcr-rounds", type=int, default=5, help="interleaved rounds of the whole-suite part (>= 3)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
@@ -751,6 +771,26 @@ def main() -> None:
                 {
                     "relay": lambda cassettes, name, mode: Mitmdump(name, folder, []),
                     "ours": lambda cassettes, name, mode: ours(folder, cassettes, mode=mode, name=name),
+                },
+            )
+        if "bigrequest" in parts:
+            print("8b. big requests sent ...", flush=True)
+
+            def big_request_ours(cassettes: Path, name: str, mode: str) -> Mitmdump:
+                proxy = ours(folder, cassettes, mode=mode, name=name)
+                proxy.args += ["--set", "cassette_preload=0"]  # the big cassette is read when its request comes
+                return proxy
+
+            results["bigrequest"] = big_request.part_big_requests(
+                folder,
+                port,
+                [int(m) for m in args.request_mb.split(",") if m],
+                args.request_rounds,
+                {
+                    "floor": (lambda cassettes, name, mode: floor(folder, name=name), "replay", 200),
+                    "ours_hit": (big_request_ours, "replay", 200),
+                    "ours_miss": (big_request_ours, "replay", 409),
+                    "ours_record": (big_request_ours, "record", 200),
                 },
             )
         if "vcr" in parts:

@@ -8,9 +8,10 @@ import json
 import pytest
 from cassette_proxy.proxy.addon import Cassette
 from cassette_proxy.proxy.seal import Seal
-from mitmproxy import connection, http
+from mitmproxy import connection, exceptions, http
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.proxy import server_hooks
+from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
 
 
@@ -63,6 +64,15 @@ def test_a_bug_in_the_request_hook_answers_500_and_forwards_nothing(proxy, mode)
     assert addon.report.upstream == 0
     assert [e["type"] for e in addon.report.errors] == ["cassette_error"]
     assert addon.report.strict_failures() == ["1 errors"]
+
+
+@pytest.mark.parametrize("host", ["exfil.localhost", "db", "localhost.localdomain"])
+def test_a_name_that_only_looks_local_is_refused_offline_in_replay(proxy, host):
+    flow = chat_flow(host)
+    addon = proxy(flow)
+    assert flow.response.status_code == 403
+    assert error_of(flow)["type"] == "cassette_offline"
+    assert [entry["host"] for entry in addon.report.offline] == [host]
 
 
 def test_an_out_of_scope_host_is_refused_offline_in_replay(proxy):
@@ -130,6 +140,9 @@ def seal():
         ("203.0.113.7", "api.anthropic.com", "replay", True),  # the name the TLS handshake would use counts too
         ("api.cerebras.example", None, "replay", True),
         ("127.0.0.1", None, "replay", False),
+        ("localhost", None, "replay", False),
+        ("exfil.localhost", None, "replay", True),  # a name resolves wherever its resolver says
+        ("127.0.0.1", "exfil.localhost", "replay", True),
         ("api.openai.com", None, "record", False),
         ("api.openai.com", None, "off", False),
     ],
@@ -140,9 +153,72 @@ def test_the_seal_refuses_upstream_connections_in_replay(seal, host, sni, mode, 
     assert bool(data.server.error) is refused
 
 
+UPSTREAM = "upstream:http://127.0.0.1:3128"
+
+
+def through_upstream_proxy(
+    seal: Seal, *named: tuple[str, int], connect: bool = True
+) -> server_hooks.ServerConnectionHookData:
+    """A client of the upstream-mode listener that named these targets (CONNECT, or requests), then mitmproxy's
+    connection to the upstream proxy for it: all `server_connect` is given."""
+    client = tflow.tclient_conn()
+    client.proxy_mode = ProxyMode.parse(UPSTREAM)
+    for host, port in named:
+        flow = tflow.tflow(client_conn=client)
+        flow.request.host, flow.request.port = host, port
+        if connect:
+            flow.request.method = "CONNECT"
+            seal.http_connect(flow)
+        else:
+            seal.request(flow)
+    return server_hooks.ServerConnectionHookData(server=connection.Server(address=("127.0.0.1", 3128)), client=client)
+
+
+@pytest.mark.parametrize(
+    ("named", "connect", "allowed", "refused"),
+    [
+        ([("api.openai.com", 22)], True, [], True),  # a raw CONNECT to a cassette host, on any port
+        ([("api.openai.com", 443)], True, [], True),
+        ([("evil.example", 443)], True, [], True),
+        ([("exfil.localhost", 80)], False, [], True),
+        ([], True, [], True),  # a tunnel no request asked for
+        ([("cdn.images.example", 443)], True, ["*.images.example"], False),
+        ([("127.0.0.1", 8080)], False, [], False),
+        ([("cdn.images.example", 443), ("api.openai.com", 443)], False, ["*.images.example"], True),
+    ],
+)
+def test_through_an_upstream_proxy_the_seal_judges_the_targets_not_the_proxy(seal, named, connect, allowed, refused):
+    sealed = seal(cassette_mode="replay", mode=[UPSTREAM], cassette_allow_hosts=allowed)
+    data = through_upstream_proxy(sealed, *named, connect=connect)
+    sealed.server_connect(data)
+    assert bool(data.server.error) is refused, data.server.error
+    if refused and named:
+        assert "through the upstream proxy 127.0.0.1:3128" in data.server.error
+
+
+@pytest.mark.parametrize(
+    "mode", ["regular", UPSTREAM, "reverse:https://api.openai.com", "reverse:dns://9.9.9.9", "socks5", "transparent"]
+)
+def test_replay_runs_in_every_mode_the_seal_covers(mode):
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx:
+        tctx.configure(addon, mode=[mode], cassette_mode="replay")
+
+
+@pytest.mark.parametrize("mode", ["dns", "wireguard"])
+def test_replay_refuses_to_run_in_a_mode_whose_name_queries_mitmproxy_answers_itself(mode):
+    addon = Cassette()
+    with taddons.context(addon, Proxyserver()) as tctx:
+        tctx.configure(addon, mode=[mode], cassette_mode="record")  # record needs no seal
+        with pytest.raises(
+            exceptions.OptionsError, match=f"cassette_mode=replay cannot run in mitmproxy's mode '{mode}'"
+        ):
+            tctx.configure(addon, cassette_mode="replay")
+
+
 def test_the_seal_fails_closed_when_its_own_check_breaks(seal, monkeypatch):
     sealed = seal(cassette_mode="replay")
-    monkeypatch.setattr(sealed, "refusal", lambda server: 1 / 0)
+    monkeypatch.setattr(sealed, "refusal", lambda server, client: 1 / 0)
     data = server_data("127.0.0.1")
     sealed.server_connect(data)
     assert data.server.error

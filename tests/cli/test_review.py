@@ -113,10 +113,15 @@ def test_diff_against_an_unknown_revision_says_so(repo, capsys):
     assert code == 2 and "'no-such-branch' is not a commit of this repository" in out
 
 
-def test_diff_names_a_cassette_that_is_not_json(repo, capsys):
+def test_diff_names_a_cassette_that_is_not_json_and_reviews_the_rest(repo, capsys):
     (repo / "broken.json").write_text("{oops")
+    rerecord(repo, "Say hi", "hi")
     code, out = diff(capsys)
-    assert code == 2 and "cassettes/broken.json is not valid JSON" in out
+    assert code == 1  # a reviewer must look at it
+    assert (
+        out.splitlines()[0] == "0 new, 0 removed, 1 re-recorded (0 with a behaviour change), 1 unreadable against HEAD"
+    )
+    assert "unreadable  cassettes/broken.json\n    not read: cassettes/broken.json: invalid JSON" in out
 
 
 def refused(prompt: str, refusal: str) -> dict:

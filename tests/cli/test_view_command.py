@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -46,21 +47,63 @@ def test_serves_on_loopback_with_a_strict_policy_and_refuses_writes(served):
         assert httpx.request(method, url + "api/index", timeout=10).status_code == 405
 
 
-def test_a_cassette_id_outside_the_folder_is_not_found(served, tmp_path):
+def raw_get(url: str, head: str) -> tuple[int, bytes]:
+    """The status and body of a request written byte for byte (`head`: request line and headers), as a browser
+    page under DNS rebinding or a cross-origin script would send it."""
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.replace("PORT", str(port)).encode() + b"Connection: close\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: localhost:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://127.0.0.1:PORT\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: same-origin\r\n", 200),
+        ("GET /api/index HTTP/1.1\r\nHost: attacker.example\r\n", 421),  # DNS rebinding
+        ("GET /api/index HTTP/1.1\r\nHost: attacker.example:PORT\r\n", 421),
+        ("GET / HTTP/1.1\r\nHost: attacker.example:PORT\r\n", 421),
+        ("GET /api/cassette?id=x.json HTTP/1.1\r\nHost: 127.0.0.2:PORT\r\n", 421),
+        ("GET /api/index HTTP/1.0\r\n", 421),  # no Host at all
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nHost: attacker.example\r\n", 421),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: http://attacker.example\r\n", 403),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nOrigin: null\r\n", 403),
+        ("GET /api/index HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nSec-Fetch-Site: cross-site\r\n", 403),
+        ("POST /api/index HTTP/1.1\r\nHost: attacker.example\r\nContent-Length: 0\r\n", 421),
+    ],
+)
+def test_the_served_viewer_answers_only_requests_for_its_own_origin(served, head, status):
+    url, _ = served
+    got, body = raw_get(url, head)
+    assert got == status, body
+    assert (b"first prompt" in body) is (status == 200)
+    if status == 421:
+        assert b"answers only requests for http://127.0.0.1:" in body
+
+
+def test_a_cassette_id_outside_the_folder_is_not_found_and_a_link_out_is_refused_with_its_reason(served, tmp_path):
     url, folder = served
     assert len(httpx.get(url + "api/index", timeout=10).json()["cassettes"]) == 2
-    (tmp_path / "secret.json").write_text('{"secret": "outside the folder"}')
+    (tmp_path / "secret.json").write_text('{"secret": "not-for-the-viewer"}')
     (folder / "link.json").symlink_to(tmp_path / "secret.json")
-    for bad in ("../secret.json", "/etc/passwd", "link.json", "api.openai.com/../../secret.json", "nope.json"):
+    for bad in ("../secret.json", "/etc/passwd", "api.openai.com/../../secret.json", "nope.json"):
         reply = httpx.get(url + "api/cassette", params={"id": bad}, timeout=10)
         assert reply.status_code == 404, bad
-        assert "outside the folder" not in reply.text
-    [one] = [
-        c["id"]
-        for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]
-        if "first" in c.get("last_user", "")
-    ]
-    assert "link.json" not in [c["id"] for c in httpx.get(url + "api/index", timeout=10).json()["cassettes"]]
+        assert "not-for-the-viewer" not in reply.text
+    index = httpx.get(url + "api/index", timeout=10)
+    [one] = [c["id"] for c in index.json()["cassettes"] if "first" in c.get("last_user", "")]
+    [link] = [c for c in index.json()["cassettes"] if c["id"] == "link.json"]
+    assert "outside the cassette folder" in link["error"]  # listed, and refused with the reason
+    refused = httpx.get(url + "api/cassette", params={"id": "link.json"}, timeout=10)
+    assert "outside the cassette folder" in refused.json()["error"] and "raw" not in refused.json()
+    assert "not-for-the-viewer" not in index.text + refused.text
     detail = httpx.get(url + "api/cassette", params={"id": one}, timeout=10).json()
     assert detail["conversation"]["answer"]["text"] == "first answer"
 
@@ -70,7 +113,7 @@ def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
     write(tmp_path, chat("two", "b"))
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
     index = view.Index(tmp_path)
     assert [s["last_user"] for s in index.summaries()] == sorted(
         ["one", "two"], key=lambda t: cassette_path(chat(t, ""))
@@ -94,11 +137,11 @@ def test_a_request_during_a_long_first_read_gets_what_is_ready_and_how_many_are_
     first_read, release = threading.Event(), threading.Event()
     real_load = load
 
-    def slow_load(path):
+    def slow_load(path, root):
         if first_read.is_set():
             release.wait(30)  # the second file's read takes "long": until the test releases it
         first_read.set()
-        return real_load(path)
+        return real_load(path, root)
 
     monkeypatch.setattr(view, "load", slow_load)
     index = view.Index(tmp_path)
@@ -119,7 +162,7 @@ def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path,
     first = view.Index(folder, cache).summaries()
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path: loads.append(path.name) or real_load(path))
+    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
     assert view.Index(folder, cache).summaries() == first
     assert loads == []  # a new run read no cassette
     cache.write_text("{broken")

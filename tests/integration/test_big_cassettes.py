@@ -1,5 +1,6 @@
 """A big cassette (from 1 MB: built by a replay worker process, off the proxy's event loop) replays byte-exact,
-is refused when broken exactly as a small one is, and another client's hits are answered meanwhile."""
+is refused when broken exactly as a small one is, and another client's hits are answered meanwhile; a big prompt
+(keyed and stored by a request worker) records and replays."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import ssl
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from cassette_proxy.core.cassette_file import decode_body, dumps
 from harness import FAKE_OPENAI_KEY
@@ -106,3 +108,23 @@ def test_a_big_cassette_that_is_not_json_is_refused(start_proxy, http_upstream, 
 
     assert answer.status_code == 500
     assert "invalid JSON" in answer.json()["error"]["message"]
+
+
+def test_a_big_prompt_records_through_the_worker_and_replays_with_the_sdk(start_proxy, https_upstream, client_env):
+    """A 2 MB conversation (above BIG_REQUEST_BYTES: keyed and stored by a worker process) through the openai SDK."""
+    turns = [{"role": "user", "content": f"turn {i}: {'context ' * 250}"} for i in range(1000)]
+    messages = [*turns, {"role": "user", "content": "Sum it up"}]
+
+    def ask() -> str:
+        client = openai.OpenAI(api_key=FAKE_OPENAI_KEY, max_retries=0, timeout=120)
+        return client.chat.completions.create(model="gpt-4o-mini", messages=messages).choices[0].message.content
+
+    client_env(start_proxy(https_upstream, cassette_mode="record"))
+    assert ask() == "echo: Sum it up"
+    replayer = start_proxy(https_upstream, cassette_mode="replay")
+    client_env(replayer)
+    served = https_upstream.count
+    assert ask() == "echo: Sum it up"
+    report = replayer.stop()
+    assert report["counts"]["hits"] == 1 and report["errors"] == []
+    assert https_upstream.count == served

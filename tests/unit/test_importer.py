@@ -16,6 +16,7 @@ from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps, parse
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
 from cassette_proxy.core.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.core.location import MAX_NAME, relative_name, short_name
 from cassette_proxy.core.recipe import make_recipe
 from cassette_proxy.core.recording_formats import read_recording
 from cassette_proxy.core.volatile import parse_value_patterns
@@ -449,3 +450,11 @@ def test_import_keys_with_the_framework_presets_and_the_path_scoped_default_host
         ]
     )
     assert [o.action for o in run_plan(tmp_path, codex)] == ["imported", "skipped"]
+
+
+def test_a_request_whose_name_is_too_long_to_store_is_placed_where_the_proxy_looks_for_it(tmp_path):
+    url = "https://api.openai.com/v1" + "".join("/" + chr(97 + i % 26) * 200 for i in range(25))  # 5 KB
+    [outcome] = run_plan(tmp_path, vcr_text([(chat_request("hi", url), response(answer("hello")))]))
+    key = json.loads(outcome.data)["key"]
+    full = relative_name("https", "api.openai.com", 443, url.split("api.openai.com", 1)[1], key)
+    assert len(full) > MAX_NAME and outcome.relative == short_name(full)  # as the addon names it (location.py)

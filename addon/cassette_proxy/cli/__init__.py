@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ..core.printable import PrintableStream
 from ..launch.launcher import LauncherError
 from . import diff, drift, env, import_, ls, prune, rekey, run, scan, serve, show, stale, view
 
@@ -25,11 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for module in SUBCOMMANDS:
         module.register(subparsers)
     args = parser.parse_args(argv)
+    # Everything a command prints may hold a cassette's or a client's text: escaped on its way out (core/printable.py).
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(stdout), PrintableStream(stderr)
     try:
         return args.func(args)
     except LauncherError as e:
         print(f"cassette: {e}", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 if __name__ == "__main__":

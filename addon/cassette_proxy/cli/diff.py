@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
 from ..core.defaults import default_dir
 from ..core.diff import differences
 from ..core.session_conversation import client_message_changes, session_summary
@@ -42,12 +43,19 @@ class Entry:
     """(field, old, new) for the behaviour fields that changed."""
     other: list[str] = field(default_factory=list)
     """Field-level differences elsewhere in the response, shown when behaviour did not change."""
+    problem: str = ""
+    """Why the cassette (`unreadable`) was not read: it failed the checks every cassette read goes through."""
 
 
 def git(*args: str) -> str:
-    done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
+    return git_bytes(*args).decode("utf-8", "surrogateescape")
+
+
+def git_bytes(*args: str) -> bytes:
+    # Literal pathspecs: a file named `*.json` in a pull request names itself, not every cassette.
+    done = subprocess.run(["git", "--literal-pathspecs", *args], capture_output=True, check=False)
     if done.returncode:
-        raise GitError(done.stderr.strip() or f"git {' '.join(args)} failed")
+        raise GitError(done.stderr.decode(errors="replace").strip() or f"git {' '.join(args)} failed")
     return done.stdout
 
 
@@ -60,20 +68,25 @@ def changed_files(rev: str, folder: Path) -> list[tuple[str, str]]:
     return sorted((status, path) for status, path in changed if path.endswith(".json"))
 
 
-def parse(text: str, where: str) -> dict:
-    try:
-        cassette = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{where} is not valid JSON: {e}") from None
-    return cassette if isinstance(cassette, dict) else {}
+def old_cassette(rev: str, path: str, max_size: int = DEFAULT_MAX_SIZE) -> dict:
+    """The cassette as `rev` holds it, under the checks of every cassette read: a file (not a symlink, not a
+    submodule) of at most `max_size` bytes, its size asked of git before its bytes are, then validated."""
+    where = f"{path} at {rev}"
+    listing = git_bytes("ls-tree", "-l", "-z", rev, "--", f"./{path}").split(b"\0")[0]
+    if not listing:
+        raise CassetteError(where, "is not in that revision")
+    mode, kind, blob, size = listing.partition(b"\t")[0].decode("ascii", "replace").split()
+    if mode == "120000" or kind != "blob":
+        what = "a symlink" if mode == "120000" else f"a {kind}"
+        raise CassetteError(where, f"is {what}, not a regular file; a cassette is a JSON file")
+    if int(size) > max_size:
+        raise CassetteError(where, f"is {size} bytes, over the cassette_max_size limit of {max_size} bytes")
+    return parse(where, git_bytes("cat-file", "blob", blob))
 
 
-def old_cassette(rev: str, path: str) -> dict:
-    return parse(git("show", f"{rev}:./{path}"), f"{path} at {rev}")
-
-
-def new_cassette(path: str) -> dict:
-    return parse(Path(path).read_text(encoding="utf-8"), path)
+def new_cassette(path: str, folder: Path, max_size: int = DEFAULT_MAX_SIZE) -> dict:
+    """The cassette in the working tree: inside the folder, a regular file, size-bounded, validated."""
+    return load(Path(path), folder_for(path, folder), max_size)
 
 
 def response_summary(cassette: dict) -> ResponseSummary:
@@ -107,29 +120,38 @@ def review(rev: str, folder: Path) -> list[Entry]:
     check_revision(rev)
     entries = []
     for status, path in changed_files(rev, folder):
-        if status == "D":
-            old = old_cassette(rev, path)
-            entries.append(Entry("removed", path, summarize_request(old.get("request", {}))))
-            continue
-        new = new_cassette(path)
-        entry = Entry(
-            "new" if status == "A" else "re-recorded",
-            path,
-            summarize_request(new.get("request", {})),
-            response_summary(new),
-        )
-        if status != "A":
-            entry.changes, entry.other = compare(old_cassette(rev, path), new)
-        entries.append(entry)
+        try:
+            entries.append(_reviewed(rev, status, path, folder))
+        except CassetteError as e:  # a cassette the proxy would refuse is shown with the reason, never read
+            entries.append(Entry("unreadable", path, summarize_request({}), problem=str(e)))
     return entries
+
+
+def _reviewed(rev: str, status: str, path: str, folder: Path) -> Entry:
+    if status == "D":
+        old = old_cassette(rev, path)
+        return Entry("removed", path, summarize_request(old.get("request", {})))
+    new = new_cassette(path, folder)
+    entry = Entry(
+        "new" if status == "A" else "re-recorded",
+        path,
+        summarize_request(new.get("request", {})),
+        response_summary(new),
+    )
+    if status != "A":
+        entry.changes, entry.other = compare(old_cassette(rev, path), new)
+    return entry
 
 
 def headline(rev: str, entries: list[Entry]) -> str:
     counts = {kind: sum(e.kind == kind for e in entries) for kind in ("new", "removed", "re-recorded")}
     changed = sum(bool(e.changes) for e in entries)
+    unreadable = sum(e.kind == "unreadable" for e in entries)
     return (
         f"{counts['new']} new, {counts['removed']} removed, {counts['re-recorded']} re-recorded "
-        f"({changed} with a behaviour change) against {rev}"
+        f"({changed} with a behaviour change)"
+        + (f", {unreadable} unreadable" if unreadable else "")
+        + f" against {rev}"
     )
 
 
@@ -154,6 +176,8 @@ def describe_change(name: str, old: str, new: str) -> list[str]:
 
 
 def details(entry: Entry) -> list[str]:
+    if entry.kind == "unreadable":
+        return [f"not read: {entry.problem}"]
     lines = [describe_request(entry.request)]
     if entry.kind == "new" and entry.response:
         answer = entry.response
@@ -176,7 +200,7 @@ def render_text(rev: str, entries: list[Entry]) -> str:
 
 def render_markdown(rev: str, entries: list[Entry]) -> str:
     out = [f"### Cassette review: {headline(rev, entries)}"]
-    for kind in ("re-recorded", "new", "removed"):
+    for kind in ("unreadable", "re-recorded", "new", "removed"):
         chosen = sorted((e for e in entries if e.kind == kind), key=lambda e: not e.changes)
         if chosen:
             out += ["", f"#### {kind.capitalize()} ({len(chosen)})"]
@@ -195,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cassette diff: {e}")
         return 2
     print((render_markdown if args.format == "markdown" else render_text)(args.rev, entries))
-    return 1 if any(entry.changes for entry in entries) else 0
+    return 1 if any(entry.changes or entry.kind == "unreadable" for entry in entries) else 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

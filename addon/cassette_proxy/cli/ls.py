@@ -33,8 +33,8 @@ def short_key(path: Path) -> str:
     return path.stem[:SHORT_KEY] + path.stem[32:]
 
 
-def ls_line(path: Path) -> str:
-    cassette = load(path)
+def ls_line(path: Path, root: Path) -> str:
+    cassette = load(path, root)  # the proxy's checks: inside the folder, a regular file, size-bounded
     request = summarize_request(cassette["request"])
     return "  ".join(
         [
@@ -56,7 +56,7 @@ def run_ls(args: argparse.Namespace) -> int:
     broken = 0
     for path in cassette_files(root):
         try:
-            print(ls_line(path))
+            print(ls_line(path, root))
         except (OSError, CassetteError) as e:
             print(f"{short_key(path).ljust(SHORT_KEY + 2)}  unreadable: {e}")
             broken += 1

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load
+from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
 from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.key import identity, key_of
-from ..core.location import cassette_files, relative_name, repeat_path
+from ..core.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
 from ..core.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
 from ..core.session_file import is_session
 from ..launch.launcher import LauncherError
@@ -122,12 +122,13 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
         )
     facts = facts_of(cassette["request"])
     key = key_of(identity(facts, target_recipe.key_headers, target_recipe.paths, target_recipe.patterns))
-    first = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
-    endpoint, folder = first.rsplit("/", 1)[0], relative.parent.as_posix()
-    if folder != endpoint and not folder.endswith(f"/{endpoint}"):
+    endpoint, folder = endpoint_dir(facts.scheme, facts.host, facts.port, facts.path), relative.parent.as_posix()
+    # As recorded: the endpoint folder, or its short form for a name too long to store (location.short_name).
+    stored = next((f for f in (endpoint, short_endpoint(endpoint)) if folder == f or folder.endswith(f"/{f}")), None)
+    if stored is None:
         raise ValueError(f"is not in the folder its request URL names ({endpoint}/)")
-    base = PurePosixPath(folder[: len(folder) - len(endpoint)])
-    target = base / repeat_path(first, int(match.group(2) or 1))
+    base = PurePosixPath(folder[: len(folder) - len(stored)])
+    target = base / repeat_path(f"{stored}/{key}.json", int(match.group(2) or 1))
     updated = {
         **cassette,
         "cassette_format": cassette["cassette_format"] if is_session(cassette) else FORMAT_VERSION,
@@ -153,7 +154,7 @@ def apply(root: Path, result: Plan, dry_run: bool = False) -> list[str]:
         targets.add(target)
         kept = next((entry for entry in group if entry.source == target), group[0])
         data = dumps(kept.cassette)
-        old = (root / target).read_bytes() if target in sources else None
+        old = read_limited(root / target, root) if target in sources else None
         if old != data:
             if not dry_run:
                 write_atomic(root / target, data)

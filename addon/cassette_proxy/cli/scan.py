@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..core.cassette_file import CassetteError, read_limited
+from ..core.cassette_file import CassetteError, folder_for, read_limited
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
 from ..core.redact import SIDES, Rule, parse_rules
@@ -163,11 +164,11 @@ def scan_document(document: Any, rules: tuple[Rule, ...], entropy: bool) -> Iter
                 yield render_path(path), "high-entropy", mask(token)
 
 
-def scan_file(path: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Finding]:
-    """The findings of one file; a file that cannot be read as a cassette (a fifo, a symlink to `/dev/zero`,
-    one over the size limit) is itself a finding: the scan cannot vouch for it, and reading it could hang."""
+def scan_file(path: Path, root: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Finding]:
+    """The findings of one file; a file that cannot be read as a cassette (a fifo, a symlink to `/dev/zero` or out of
+    `root`, one over the size limit) is itself a finding: the scan cannot vouch for it, and reading it could hang."""
     try:
-        text = read_limited(path).decode("utf-8", errors="replace")
+        text = read_limited(path, root).decode("utf-8", errors="replace")
     except CassetteError as e:
         return [Finding(str(path), "(file)", "unreadable", e.problem)]
     try:
@@ -179,14 +180,15 @@ def scan_file(path: Path, rules: tuple[Rule, ...], entropy: bool) -> list[Findin
     ]
 
 
-def files_to_scan(paths: list[Path]) -> list[Path]:
-    """Folders give their cassette files; files named explicitly (as pre-commit passes them) are scanned as given."""
+def files_to_scan(paths: list[Path]) -> list[tuple[Path, Path]]:
+    """(file, the folder it must resolve inside): folders give their cassette files; files named explicitly (as
+    pre-commit passes them) are scanned as given, inside the cassette folder if they are in it, else their own."""
     found = []
     for path in paths:
         if path.is_dir():
-            found.extend(cassette_files(path))
-        elif path.exists():
-            found.append(path)
+            found.extend((file, path) for file in cassette_files(path))
+        elif os.path.lexists(path):
+            found.append((path, folder_for(path, default_dir())))
         else:
             raise FileNotFoundError(f"{path}: no such file or folder")
     return found
@@ -199,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"cassette scan: {e}")
         return 2
-    findings = [finding for file in files for finding in scan_file(file, rules, not args.no_entropy)]
+    findings = [finding for file, root in files for finding in scan_file(file, root, rules, not args.no_entropy)]
     for finding in findings:
         print(finding)
     if findings:

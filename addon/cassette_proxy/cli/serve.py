@@ -62,11 +62,11 @@ def serve(args: argparse.Namespace) -> int:
 
 def _follow_log(proxy: launcher.RunningProxy) -> None:
     """Copy mitmdump's log to stderr as it grows, until mitmdump exits."""
-    with proxy.log_path.open("rb") as log:
+    with proxy.log_path.open(encoding="utf-8", errors="replace") as log:
         while True:
             chunk = log.read()
             if chunk:
-                sys.stderr.buffer.write(chunk)
+                sys.stderr.write(chunk)  # as text: escaped on its way out (cli/__init__.py), mitmproxy's lines too
                 sys.stderr.flush()
             elif proxy.process.poll() is not None:
                 return

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from ..core.cassette_file import CassetteError, load
+from ..core.cassette_file import CassetteError, folder_for, load
 from ..core.conversation import conversation_from
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
@@ -16,8 +17,8 @@ from ..core.summary import summarize_request, summarize_response, turn_lines
 from .ls import size
 
 
-def show_text(path: Path) -> str:
-    cassette = load(path)
+def show_text(path: Path, root: Path) -> str:
+    cassette = load(path, folder_for(path, root))  # the proxy's checks: inside the folder, regular, size-bounded
     request, response = cassette["request"], cassette["response"]
     asked, answered = summarize_request(request), summarize_response(response)
     recorded_with = ", ".join(f"{name} {version}" for name, version in (cassette.get("recorded_with") or {}).items())
@@ -45,7 +46,7 @@ def show_text(path: Path) -> str:
 def find(target: str, root: Path) -> list[Path]:
     """A file path as given, else the cassettes whose name starts with the key (or key prefix)."""
     path = Path(target)
-    if path.is_file():
+    if os.path.lexists(path) and not path.is_dir():  # a symlink or a fifo too: the read says why it refuses it
         return [path]
     found = [p for p in cassette_files(root) if p.name.startswith(target)] if root.is_dir() else []
     exact = [p for p in found if p.stem == target]  # a full key names `<key>.json`, not its `<key>.2.json` repeats
@@ -61,7 +62,7 @@ def run_show(args: argparse.Namespace) -> int:
             print(f"  {path}")
         return 2
     try:
-        print(show_text(found[0]))
+        print(show_text(found[0], args.dir))
     except (OSError, CassetteError) as e:
         print(f"cassette show: unreadable cassette: {e}")
         return 1

@@ -27,9 +27,9 @@ def parse_age(text: str) -> timedelta:
     return int(m.group(1)) * UNITS[m.group(2)]
 
 
-def recorded_at(path: Path) -> datetime:
+def recorded_at(path: Path, root: Path) -> datetime:
     """When the cassette was recorded; raises ValueError when the file does not say."""
-    value = load(path).get("recorded_at")
+    value = load(path, root).get("recorded_at")  # the proxy's checks: inside the folder, regular, size-bounded
     try:
         when = datetime.fromisoformat(value)
     except (TypeError, ValueError):
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     for path in files:
         name = path.relative_to(args.dir).as_posix()
         try:
-            age = now - recorded_at(path)
+            age = now - recorded_at(path, args.dir)
         except (OSError, ValueError, CassetteError) as e:
             print(f"{name}: age unknown: {e}")
             problems += 1

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..core.atomic_write import write_atomic
-from ..core.cassette_file import CassetteError, load
+from ..core.cassette_file import CassetteError, load, parse, read_limited
 from ..core.conversation import Conversation, conversation_of, first_line
 from ..core.defaults import default_dir
 from ..core.diff import ABSENT, changes
@@ -56,13 +56,20 @@ def cassette_ids(root: Path) -> dict[str, os.stat_result]:
                         continue
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
-                    elif entry.name.endswith(".json") and entry.is_file():
-                        if entry.is_symlink() and resolve_id(root, prefix + entry.name) is None:
-                            continue  # a link out of the folder: nothing outside it is shown
-                        found[prefix + entry.name] = entry.stat()
+                    elif entry.name.endswith(".json") and not entry.is_dir():
+                        # A symlink out of the folder, a fifo: listed, and refused by the read with the reason.
+                        found[prefix + entry.name] = _stat(entry)
         except OSError:
             continue
     return found
+
+
+def _stat(entry: os.DirEntry) -> os.stat_result:
+    """The entry's target's stat (a change to the file a symlink names is seen), its own for a broken link."""
+    try:
+        return entry.stat()
+    except OSError:
+        return entry.stat(follow_symlinks=False)
 
 
 def conversation_in(cassette: dict) -> Conversation:
@@ -98,16 +105,13 @@ def unreadable_summary(cassette_id: str, problem: str, size: int) -> dict:
 
 
 def resolve_id(root: Path, cassette_id: str) -> Path | None:
-    """The file a cassette id names, only if it is a cassette inside the folder (no `..`, no symlink out)."""
+    """The entry a cassette id names under the folder (no `..`, no absolute path), or None; what it holds is checked
+    by the read (`cassette_file.read_limited`: inside the folder, a regular file, size-bounded), which says why not."""
     relative = PurePosixPath(cassette_id)
     if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".json" or "\\" in cassette_id:
         return None
     path = root / relative
-    try:
-        inside = path.resolve().is_relative_to(root.resolve())
-    except OSError:
-        return None
-    return path if inside and path.is_file() else None
+    return path if os.path.lexists(path) and not path.is_dir() else None
 
 
 SUMMARY_FORMAT = 2
@@ -191,7 +195,7 @@ class Index:
 
     def _read(self, cassette_id: str, size: int) -> dict:
         try:
-            return summary_of(cassette_id, load(self.root / cassette_id), size)
+            return summary_of(cassette_id, load(self.root / cassette_id, self.root), size)
         except (OSError, CassetteError) as e:
             return unreadable_summary(cassette_id, str(e), size)
 
@@ -227,12 +231,15 @@ def detail(root: Path, cassette_id: str) -> dict:
     """One cassette in full: its conversation and its raw JSON; an unreadable file says why."""
     path = root / cassette_id
     try:
-        raw_text = path.read_text(encoding="utf-8", errors="replace")
+        raw = read_limited(path, root)  # the proxy's checks: nothing outside the folder, nothing unbounded
+    except CassetteError as e:
+        return {"id": cassette_id, "error": str(e)}
     except OSError as e:
         return {"id": cassette_id, "error": f"cannot read {cassette_id}: {e.strerror or e}"}
+    raw_text = raw.decode("utf-8", errors="replace")
     try:
-        cassette = load(path)
-    except (OSError, CassetteError) as e:
+        cassette = parse(path, raw)
+    except CassetteError as e:
         return {"id": cassette_id, "error": str(e), "raw": raw_text}
     request = cassette["request"]
     return {
@@ -285,7 +292,7 @@ def miss_view(root: Path, miss: dict) -> dict:
         path = resolve_id(root, entry["cassette"])
         if path is not None and "body" in miss:
             try:
-                recorded = load(path)["request"].get("body")
+                recorded = load(path, root)["request"].get("body")
             except (OSError, CassetteError):
                 recorded = None
             else:
@@ -384,6 +391,8 @@ class ViewState:
     index: Index
     served_page: Page | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    hosts: frozenset[str] = frozenset()
+    """The `Host` values that name this server (`127.0.0.1:PORT`, `localhost:PORT`): any other is refused."""
 
     def reports(self) -> list[tuple[Path, dict]]:
         """Re-read on every index request: a report written by a run still going is picked up."""
@@ -405,6 +414,8 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
             pass  # a page load is dozens of requests; the terminal shows the URL and errors only
 
         def do_GET(self) -> None:
+            if self._foreign():
+                return
             url = urlsplit(self.path)
             query = parse_qs(url.query)
             if url.path == "/":
@@ -428,7 +439,34 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
                 self._json({"error": f"no such page: {url.path}"}, HTTPStatus.NOT_FOUND)
 
         def _refuse(self) -> None:
-            self._json({"error": "cassette view is read-only"}, HTTPStatus.METHOD_NOT_ALLOWED)
+            if not self._foreign():
+                self._json({"error": "cassette view is read-only"}, HTTPStatus.METHOD_NOT_ALLOWED)
+
+        def _foreign(self) -> bool:
+            """Refuse (and say so) a request not addressed to this server's own origin.
+
+            The server listens on 127.0.0.1 only, but a web page in the developer's
+            browser can still reach it: by DNS rebinding (its own name resolving to
+            127.0.0.1, so `Host` is that name) or by a cross-origin request (`Origin`
+            and `Sec-Fetch-Site` say so). Either would read every recorded prompt.
+            """
+            own = sorted(state.hosts)[0] if state.hosts else "127.0.0.1"
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) != 1 or hosts[0].strip().lower() not in state.hosts:
+                shown = ", ".join(repr(h) for h in hosts) or "none"
+                problem = f"this server answers only requests for http://{own}/ (Host was {shown}); open that address"
+                self._json({"error": problem}, HTTPStatus.MISDIRECTED_REQUEST)
+                return True
+            origin, site = self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site")
+            if origin is not None and origin.strip().lower() not in {f"http://{host}" for host in state.hosts}:
+                self._json({"error": f"cross-origin requests are refused (Origin {origin!r})"}, HTTPStatus.FORBIDDEN)
+                return True
+            if site is not None and site.strip().lower() not in ("same-origin", "none"):
+                self._json(
+                    {"error": f"cross-site requests are refused (Sec-Fetch-Site {site!r})"}, HTTPStatus.FORBIDDEN
+                )
+                return True
+            return False
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _refuse
 
@@ -458,7 +496,9 @@ def serve(state: ViewState, port: int, open_browser: bool) -> int:
         print(f"cassette view: cannot listen on 127.0.0.1:{port}: {e.strerror or e} (pick another --port, or 0)")
         return 2
     server.daemon_threads = True
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    port = server.server_address[1]
+    state.hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+    url = f"http://127.0.0.1:{port}/"
     state.index.refresh_in_background(wait=0)  # start reading before the first page load
     print(f"cassette view: serving {state.root} at {url} (read-only; Ctrl-C to stop)", flush=True)
 

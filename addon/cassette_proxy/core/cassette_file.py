@@ -196,9 +196,9 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
     `/dev/zero`, or a fifo, must not be read. The checks are made on the open
     file (`fstat`), so the file cannot be swapped between check and read.
     """
-    real_root = _real_folder(str(root)) if root is not None else None
+    real_root = _real_folder(_absolute(str(root))) if root is not None else None
     folder, name = os.path.split(str(path))
-    resolved = os.path.join(_real_folder(folder), name)
+    resolved = os.path.join(_real_folder(_absolute(folder)), name)
     _check_inside(path, resolved, real_root)
     try:
         # O_NOFOLLOW: a symlink as the file itself fails with ELOOP, and only then is it resolved and checked (the
@@ -234,6 +234,13 @@ def read_limited(path: Path | str, root: Path | None = None, max_size: int = DEF
     return raw
 
 
+def folder_for(path: Path | str, folder: Path | str) -> Path:
+    """The folder a cassette named on a command line must resolve inside (`root` of `read_limited` and `load`): the
+    cassette folder when the path lies in it, else the file's own folder, so a symlink cannot lead out of either."""
+    absolute, base = Path(os.path.abspath(path)), Path(os.path.abspath(folder))
+    return base if absolute.is_relative_to(base) else absolute.parent
+
+
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -251,6 +258,12 @@ def _check_inside(path: Path | str, resolved: str, real_root: str | None) -> Non
     if real_root is not None and resolved != real_root and not resolved.startswith(real_root + os.sep):
         problem = f"resolves to {resolved}, outside the cassette folder {real_root}"
         raise CassetteError(path, f"{problem}; a cassette may be a symlink only to a file inside the folder")
+
+
+def _absolute(folder: str) -> str:
+    """The folder as an absolute path (the proxy's already are): a relative one names another folder after a
+    `chdir`, and `_real_folder` must not answer for it from its cache."""
+    return folder if os.path.isabs(folder) else os.path.abspath(folder)
 
 
 _real_folder = functools.lru_cache(maxsize=4096)(os.path.realpath)

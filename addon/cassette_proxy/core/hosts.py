@@ -16,9 +16,17 @@ from .key import normal_host
 
 
 def is_loopback(host: str) -> bool:
-    """127.0.0.0/8, ::1 and `localhost` (names a resolver maps to loopback without asking the network)."""
+    """A literal loopback address (127.0.0.0/8, ::1, ::ffff:127.x) or the bare name `localhost`; decided from the
+    text alone, never by resolving it.
+
+    A name is only as local as its resolver makes it: `exfil.localhost`, a hosts
+    entry or a docker-compose service name may point anywhere, and asking the
+    resolver would itself send the name to the network. So no other name counts:
+    a replay run refuses it like any host outside the scope unless
+    `cassette_allow_hosts` lists it.
+    """
     host = normal_host(host).strip("[]")
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         address = ipaddress.ip_address(host)

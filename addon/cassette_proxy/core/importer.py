@@ -40,7 +40,7 @@ from .defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
 from .frameworks import DEFAULT_FRAMEWORKS
 from .hosts import HostScope
 from .key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts, identity, key_of, public_url
-from .location import relative_name, repeat_path
+from .location import MAX_NAME, relative_name, repeat_path, short_name
 from .per_test import DEFAULT_SCOPE, SCOPES, scoped_name
 from .recipe import Recipe, RecipeError, make_recipe, stored_request
 from .record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
@@ -446,6 +446,8 @@ def outcomes(
             else:
                 for test in tests:
                     relative = scoped_name(places[id(entry)], test, settings.scope)
+                    if len(relative) > MAX_NAME:  # where the proxy looks for a name too long to store (location.py)
+                        relative = scoped_name(short_name(places[id(entry)]), test, settings.scope)
                     yield _place(entry, relative, planned, root, replace, settings.scope)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from pathlib import Path, PurePosixPath
 
@@ -35,6 +36,34 @@ def _segment(text: str) -> str:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         safe = f"{safe[:100]}--{digest}"
     return safe or "_"
+
+
+MAX_NAME = 3000
+"""The longest relative cassette name stored as it is, in bytes (every name is ASCII: `_segment` makes it so).
+
+Linux refuses a path of 4096 bytes or more (PATH_MAX; the hit path opens the
+whole path), so a longer name is shortened (`short_name`). The limit is on the
+relative name alone, not on the folder plus the name, so the same request maps to
+the same file on every machine, whatever the cassette folder's own path; 3000
+leaves over 1000 bytes for that folder and a repeat suffix (`.2`). Shorter names
+are unchanged, so existing cassettes keep their paths."""
+
+SHORT_PREFIX = 160
+"""Characters of an endpoint folder kept, readable, in front of the hash when the whole name is too long."""
+
+
+def short_endpoint(endpoint: str) -> str:
+    """An endpoint folder (`endpoint_dir`) too long to store: its first SHORT_PREFIX characters, `--`, and 32 hex
+    characters of the SHA-256 of the whole, so that distinct endpoints stay distinct; each segment fits NAME_MAX."""
+    digest = hashlib.sha256(endpoint.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{endpoint[:SHORT_PREFIX].rstrip('/')}--{digest}"
+
+
+def short_name(name: str) -> str:
+    """`name` (`relative_name`'s `<endpoint>/<key>.json`) with its endpoint folder shortened: where a request is
+    stored when its name, scoped to a test or not, is over MAX_NAME bytes."""
+    endpoint, file = name.rsplit("/", 1)
+    return f"{short_endpoint(endpoint)}/{file}"
 
 
 def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
@@ -66,5 +95,18 @@ def repeat_path(first: str, n: int) -> str:
 
 
 def cassette_files(root: Path) -> list[Path]:
-    """The cassette files under a folder, sorted; temp files of an interrupted write (`.name.tmp`) are not cassettes."""
-    return sorted(p for p in root.rglob("*.json") if p.is_file() and not p.name.startswith("."))
+    """Every entry named like a cassette (`*.json`) under a folder, sorted, for the commands to read.
+
+    Folders are walked without following symlinks, so a listing (and `prune
+    --delete`) never leaves the folder; hidden names are skipped (temp files of an
+    interrupted write, `.name.tmp`; the proxy never writes a hidden folder). Entries
+    that are not regular files (a symlink, a fifo, a device) are listed all the
+    same: reading goes through `cassette_file.load` or `read_limited` with the
+    folder, which refuses them with the reason, so a command reports them instead
+    of skipping them in silence.
+    """
+    found = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        found += [Path(folder, name) for name in names if name.endswith(".json") and not name.startswith(".")]
+    return sorted(found)

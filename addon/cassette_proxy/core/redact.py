@@ -331,6 +331,15 @@ def _holds_hint(text: str, hints: tuple[str, ...]) -> bool:
     return any(map(text.lower().__contains__, hints))
 
 
+def as_stored(cassette: dict, rules: Iterable[Rule]) -> dict:
+    """The cassette as it is written: `redact`ed, and marked `request_redacted` in `keyed_with` when a rule changed
+    its request, whose stored form then no longer gives its key (`cassette rekey` must not trust it)."""
+    stored = redact(cassette, rules)
+    if stored["request"] != cassette["request"]:
+        stored["keyed_with"] = {**stored.get("keyed_with", {}), "request_redacted": True}
+    return stored
+
+
 def redacted(value: Any, path: tuple[str | int, ...], rules: tuple[Rule, ...]) -> Any:
     """A copy of a stored value (found at `path` in the cassette) with the rules that apply there applied."""
     if isinstance(value, str):

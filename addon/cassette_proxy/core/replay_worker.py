@@ -29,6 +29,10 @@ from .key import exact_facts, request_key
 from .recipe import Recipe, facts_of, make_recipe
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
 
+WORKER_NICENESS = 10
+"""How much lower than the proxy a worker for one request runs (`os.nice`): with fewer free cores than busy
+processes, the event loop that serves every other client comes first, and the request that made the work waits."""
+
 PRELOAD_BYTES = 64 * 1024 * 1024
 """The bodies a preload sends at most: the replay cache holds 256 MB in all, and a run's later reads need room."""
 
@@ -149,6 +153,7 @@ def main() -> None:
         preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out, recipe=recipe)
         out.flush()
         return
+    os.nice(WORKER_NICENESS)
     path, root, max_size = Path(sys.argv[1]), Path(sys.argv[2]) if sys.argv[2] else None, int(sys.argv[3])
     head, body = reply(path, root, max_size)
     out.write(json.dumps(head).encode() + b"\n")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .atomic_write import write_atomic
 from .per_test import NO_TEST
+from .printable import printable
 
 
 class ReportError(Exception):
@@ -182,7 +183,8 @@ class Report:
         ]
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
         lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in self.errors]
-        return "\n".join(lines)
+        # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
+        return "\n".join(printable(line) for line in lines)
 
     def tests_with_misses(self) -> dict[str, int]:
         """Test id → how many of its requests missed (requests outside any test are not a test's)."""

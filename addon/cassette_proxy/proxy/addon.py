@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import time
 from collections.abc import Sequence
@@ -43,12 +42,14 @@ from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.hints import DEFAULT_STARTER, STARTERS
 from ..core.hosts import HostScope, is_loopback
 from ..core.key import KEY_CACHE_SIZE, UNKEYABLE_HEADERS, KeyCache, RequestFacts, normal_host, public_url
-from ..core.location import relative_name
+from ..core.location import MAX_NAME, relative_name, short_name
 from ..core.miss import ClosestSearch
 from ..core.per_test import DEFAULT_SCOPE, SCOPES, scoped_name
+from ..core.printable import logger
 from ..core.recipe import RecipeError, make_recipe, stored_request
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, is_client_error, parse_record_statuses
 from ..core.report import Report
+from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker, key_in_worker
 from ..core.session_match import DEFAULT_SESSION_IGNORE
 from ..core.stream_events import stream_kind
 from ..core.token_exchange import parse_endpoints, placeholder
@@ -68,7 +69,7 @@ from .telemetry import Telemetry
 from .timed_replay import parse_replay_timing
 from .upstream import UpstreamGuard
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 RULE_OPTIONS = frozenset(
     {"cassette_mode", "cassette_repeats", "cassette_scope", "cassette_ignore", "cassette_key_headers"}
@@ -303,6 +304,7 @@ class Cassette:
         if "cassette_redact" in updated:
             try:
                 self.redact_rules = self.recorder.redact_rules = redact.parse_rules(opts.cassette_redact)
+                self.redact_specs = self.recorder.redact_specs = list(opts.cassette_redact)  # a worker's copy
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_redact: {e}") from None
         if "cassette_repeats" in updated:
@@ -473,13 +475,19 @@ class Cassette:
     def server_connect(self, data) -> None:
         self.seal.server_connect(data)
 
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        self.seal.http_connect(flow)
+
     async def request(self, flow: http.HTTPFlow) -> None:
+        self.seal.request(flow)
         if flow.response or flow.error or not flow.live:
             return
         try:
             await self._request(flow)
         except Exception as e:
             self.own_error(flow, "request", e)
+        finally:
+            self.seal.request(flow)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
         state = new_state(flow)
@@ -512,10 +520,12 @@ class Cassette:
                 self.report.passed_through(host)
             return
         facts = request_facts(flow.request, self.read_headers, host)
-        key = rules.keys.key(facts)
-        relative = scoped_name(
-            relative_name(facts.scheme, facts.host, facts.port, facts.path, key), rules.test, rules.scope
-        )
+        big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
+        key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
+        name = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
+        relative = scoped_name(name, rules.test, rules.scope)
+        if len(relative) > MAX_NAME:  # too long for the file system: a readable prefix and a hash (location.py)
+            relative = scoped_name(short_name(name), rules.test, rules.scope)
         if rules.repeats == "sequence":
             relative = self.sequencer.next(key, relative, self.root_prefix, mode == "replay", rules.test)
         path = self.root_prefix + relative
@@ -548,10 +558,11 @@ class Cassette:
             key=key,
             path=Path(path),
             relative=relative,
-            request=stored_request(facts, self.key_headers),
+            request=stored_request(facts._replace(body=b"") if big else facts, self.key_headers),
             existed=os.path.exists(path),
             test=rules.test,
             statuses=rules.statuses,
+            big_request=facts if big else None,
         )
         state.outcome = "forwarded"
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
@@ -618,31 +629,41 @@ class Cassette:
         facts: RequestFacts,
         rules: RequestRules,
     ) -> None:
-        request = stored_request(facts, self.key_headers)
-        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
-        request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
-        # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
-        nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
+        if len(facts.body) >= BIG_REQUEST_BYTES:  # parsed, redacted and compared by a worker process
+            request = stored_request(facts._replace(body=b""), self.key_headers)
+            nearest = await closest_in_worker(
+                facts, self.key_headers, self.redact_specs, self.recipe_options, path.parent, self.root
+            )
+        else:
+            request = stored_request(facts, self.key_headers)
+            # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+            request["body"] = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
+            # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
+            nearest = await asyncio.to_thread(self.closest.closest, path.parent, self.root, request, self.recipe)
         method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
         error = miss.miss_body(
             key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, self.started_by
         )
         flow.response = json_response(409, error, indent=2)
         state.outcome = "miss"
-        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side.
+        # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side
+        # (not a big body's: the report would hold megabytes; its closest recordings still name the differences).
         entry = {"key": key, "method": method, "url": url, "cassette": relative, "closest": nearest}
+        body = {} if len(facts.body) >= BIG_REQUEST_BYTES else {"body": request["body"]}
         with self.lock:
-            self.report.missed({**entry, "test": rules.test, "scope": rules.scope, "body": request["body"]})
+            self.report.missed({**entry, "test": rules.test, "scope": rules.scope, **body})
         in_test = f" in test {rules.test}" if rules.test else ""
         log.warning(f"cassette miss: {method} {url} key={key} (would be {relative}){in_test}")
 
     def _answer_unusable_cassette(self, flow: http.HTTPFlow, state: FlowState, path: str, error: Exception) -> None:
         """A broken file must not look like a miss: a re-record would paper over it."""
-        message = f"cassette unusable: {error}. Fix or delete the file, then run again."
+        # The path once: an OSError's own text repeats it (`[Errno 13] Permission denied: '<path>'`).
+        problem = f"{path}: {error.strerror}" if isinstance(error, OSError) and error.strerror else str(error)
+        message = f"cassette unusable: {problem}. Fix or delete the file, then run again."
         flow.response = error_response(500, "cassette_invalid", message, cassette=path)
         state.outcome = "error"
         with self.lock:
-            self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": str(error)})
+            self.report.errors.append({"type": "cassette_invalid", "cassette": path, "message": problem})
         log.error(message)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,10 +30,11 @@ from mitmproxy import http
 from ..core.defaults import MODES, REPEATS
 from ..core.key import KeyCache, parse_ignore_paths
 from ..core.per_test import SCOPES
+from ..core.printable import logger
 from ..core.record_statuses import parse_record_statuses
 from .errors import error_response, json_response
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 CONTROL_HOST = "cassette.control"
 TOKEN_HEADER = "x-cassette-control-token"

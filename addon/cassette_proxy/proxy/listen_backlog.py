@@ -10,11 +10,12 @@ mitmproxy accepts them. mitmproxy has no option for it, but on Linux calling
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 
-log = logging.getLogger(__name__)
+from ..core.printable import logger
+
+log = logger(__name__)
 
 LISTEN_BACKLOG = 4096
 """What the proxy asks for; the kernel caps it at net.core.somaxconn (4096 on current Linux)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,11 +33,14 @@ from ..core.cassette_file import (
     stored_headers,
     text_fields,
 )
+from ..core.key import RequestFacts
+from ..core.printable import logger
 from ..core.record_statuses import is_client_error
 from ..core.report import Report
+from ..core.request_worker import write_in_worker
 from .stream_recorder import StreamRecorder
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 @dataclass
@@ -54,6 +56,9 @@ class RecordTarget:
     """The test that sent the request (None: outside any test), for the report."""
     statuses: frozenset[int] | None = None
     """The statuses saved for this request (a test's `record_statuses`); None: the run's."""
+    big_request: RequestFacts | None = None
+    """A request body above BIG_REQUEST_BYTES: `request` lacks its body, and a worker process builds, redacts and
+    writes the cassette from these facts (core/request_worker.py), off the event loop and the GIL."""
 
 
 class Recorder:
@@ -63,6 +68,8 @@ class Recorder:
         """Guards the report (worker threads and the event loop both count into it) and `in_flight`."""
         self.in_flight = 0
         self.redact_rules: tuple[redact.Rule, ...] = ()
+        self.redact_specs: list[str] = []
+        """The rules as cassette_redact gave them, for a worker process to parse alike."""
         self.statuses: frozenset[int] = frozenset()
         """cassette_record_statuses: the upstream statuses saved as cassettes."""
         self.keyed_with: dict = {}
@@ -148,11 +155,10 @@ class Recorder:
         """
         try:
             cassette = build()
-            stored = redact.redact(cassette, self.redact_rules)
-            if stored["request"] != cassette["request"]:
-                # The stored request no longer gives its key: `cassette rekey` must know not to trust it.
-                stored["keyed_with"] = {**stored["keyed_with"], "request_redacted": True}
-            write_atomic(target.path, dumps(large_json_as_text(stored)))
+            if target.big_request is not None:
+                write_in_worker(cassette, target.big_request, self.redact_specs, target.path)
+            else:
+                write_atomic(target.path, dumps(large_json_as_text(redact.as_stored(cassette, self.redact_rules))))
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)

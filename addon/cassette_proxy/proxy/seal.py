@@ -8,21 +8,33 @@ replay mode, and any connection to a non-loopback host outside the scope that
 addon: it reads the options itself. It also refuses clients that are not on
 this machine (`client_connected`), unless `cassette_allow_clients` lets them in.
 
+It judges the real target, never the next hop. In every mode but one,
+`server_connect` is given that target (the CONNECT's, the request's, the SOCKS
+or transparent destination, the reverse upstream). Through an upstream proxy
+(`--mode upstream:`) it is given only the proxy's address: mitmproxy tunnels to
+the target inside that connection. So there the seal notes every target a client
+connection names (its CONNECT, each request's authority, before and after the
+addon's own hook) and lets a connection to the upstream proxy be made only if
+every one of them may be reached. mitmproxy's dns and wireguard modes answer
+name queries themselves (its dns_resolver addon, before any script's hook), so
+they cannot be sealed: replay refuses to run in them.
+
 Both hooks fail closed: an error inside them refuses the connection.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import logging
+import weakref
 from collections.abc import Sequence
 
-from mitmproxy import connection, ctx, exceptions
-from mitmproxy.proxy import server_hooks
+from mitmproxy import connection, ctx, exceptions, http
+from mitmproxy.proxy import mode_specs, server_hooks
 
 from ..core.hosts import HostScope, is_loopback
+from ..core.printable import logger
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 def parse_networks(specs: Sequence[str]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
@@ -46,6 +58,19 @@ def client_address(peername: tuple | None) -> ipaddress.IPv4Address | ipaddress.
     return getattr(address, "ipv4_mapped", None) or address
 
 
+SEALED_MODES = frozenset({"regular", "reverse", "upstream", "socks5", "transparent", "local", "tun", "osproxy"})
+"""mitmproxy modes whose every upstream connection the seal can judge by its real target; any other (dns, wireguard,
+a mode added after this was written) refuses replay."""
+
+
+def mode_type(spec: str) -> str | None:
+    """`upstream` for `upstream:http://proxy:3128@8080`; None for a spec mitmproxy would not parse."""
+    try:
+        return mode_specs.ProxyMode.parse(spec).type_name
+    except ValueError:
+        return None
+
+
 class Seal:
     def __init__(self) -> None:
         self.exempt: set[tuple[str, int]] = set()
@@ -54,6 +79,10 @@ class Seal:
         self.controlled = HostScope(["*"])
         self.allowed = HostScope([])
         self.networks: tuple = ()
+        self.upstream = False
+        """A listener runs in upstream mode: the targets each client names are noted (see the module's docstring)."""
+        self.targets: weakref.WeakKeyDictionary[connection.Client, set[tuple[str, int]]] = weakref.WeakKeyDictionary()
+        """What each client connection has named (CONNECT targets, request authorities): forgotten with the client."""
 
     def configure(self, updated: set[str]) -> None:
         opts = ctx.options
@@ -65,6 +94,25 @@ class Seal:
                 self.networks = parse_networks(opts.cassette_allow_clients)
             except ValueError as e:
                 raise exceptions.OptionsError(f"cassette_allow_clients: {e}") from None
+        types = {spec: mode_type(spec) for spec in (opts.mode if "mode" in opts else ["regular"])}
+        unsealed = [spec for spec, kind in types.items() if kind not in SEALED_MODES]
+        if self.mode == "replay" and unsealed:
+            raise exceptions.OptionsError(
+                f"cassette_mode=replay cannot run in mitmproxy's mode {unsealed[0]!r}: its upstream traffic (name "
+                "queries mitmproxy resolves itself) cannot be sealed off the network. Replay in regular, reverse, "
+                "upstream, socks5, transparent, local or tun mode, or record in this one"
+            )
+        self.upstream = "upstream" in types.values()
+
+    def http_connect(self, flow: http.HTTPFlow) -> None:
+        """A client's CONNECT: its target is what an upstream-mode tunnel leads to."""
+        if self.upstream:
+            self.targets.setdefault(flow.client_conn, set()).add((flow.request.host, flow.request.port))
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        """A request's authority, as the addon got it and as it left it (a route may have rewritten it)."""
+        if self.upstream:
+            self.targets.setdefault(flow.client_conn, set()).add((flow.request.host, flow.request.port))
 
     def client_connected(self, client: connection.Client) -> None:
         try:
@@ -83,7 +131,7 @@ class Seal:
 
     def server_connect(self, data: server_hooks.ServerConnectionHookData) -> None:
         try:
-            refusal = self.refusal(data.server)
+            refusal = self.refusal(data.server, data.client)
         except Exception:
             refusal = "cassette: error in the replay seal; connection refused"
             log.exception(refusal)
@@ -91,19 +139,38 @@ class Seal:
             data.server.error = refusal
             log.error(refusal)
 
-    def refusal(self, server: connection.Server) -> str | None:
+    def refusal(self, server: connection.Server, client: connection.Client | None = None) -> str | None:
         """Why this upstream connection must not be made, or None."""
         if self.mode != "replay":
             return None
         host, port = server.address[0], server.address[1]
         if (host, port) in self.exempt:
             return None
+        proxy_mode = getattr(client, "proxy_mode", None)
+        if isinstance(proxy_mode, mode_specs.UpstreamMode) and (host, port) == tuple(proxy_mode.address):
+            return self._tunnel_refusal(client, host, port)
         for name in {host, server.sni} - {None}:
-            if name in self.controlled:
-                return f"cassette: replay mode: refused an upstream connection to {name}:{port}, a cassette host"
-            if not is_loopback(name) and name not in self.allowed:
-                return (
-                    f"cassette: replay mode: refused an upstream connection to {name}:{port}, outside the scope; "
-                    "allow it with cassette_allow_hosts"
-                )
+            if refused := self._target_refusal(name, port):
+                return refused
+        return None
+
+    def _tunnel_refusal(self, client: connection.Client, host: str, port: int) -> str | None:
+        """A connection to the upstream proxy carries every target its client named: each must be reachable."""
+        via = f" (through the upstream proxy {host}:{port})"
+        targets = self.targets.get(client)
+        if not targets:
+            return f"cassette: replay mode: refused a connection to the upstream proxy {host}:{port}: no target named"
+        for name, target_port in sorted(targets):
+            if refused := self._target_refusal(name, target_port):
+                return refused + via
+        return None
+
+    def _target_refusal(self, name: str, port: int) -> str | None:
+        if name in self.controlled:
+            return f"cassette: replay mode: refused an upstream connection to {name}:{port}, a cassette host"
+        if not is_loopback(name) and name not in self.allowed:
+            return (
+                f"cassette: replay mode: refused an upstream connection to {name}:{port}, outside the scope; "
+                "allow it with cassette_allow_hosts"
+            )
         return None

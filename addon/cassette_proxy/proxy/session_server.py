@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,10 +38,11 @@ from wsproto.events import (
 from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
+from ..core.printable import logger
 from ..core.session_file import Close, Frame
 from ..core.session_match import ERROR_CLOSE_CODE, MISS_CLOSE_CODE, Miss, SessionScript, close_reason, miss_event
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 
 @dataclass

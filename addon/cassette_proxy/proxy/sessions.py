@@ -16,7 +16,6 @@ module from its hooks:
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from ..core import redact
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
 from ..core.key import parse_ignore_paths
+from ..core.printable import logger
 from ..core.report import Report
 from ..core.session_file import (
     SESSION_FORMAT,
@@ -50,7 +50,7 @@ from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
 from .state import FlowState
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 HANDSHAKE_HEADERS = frozenset({"sec-websocket-accept", "sec-websocket-extensions", "sec-websocket-protocol"})
 """Made anew by the session server for each client: the accept from the client's key, no extensions (frames

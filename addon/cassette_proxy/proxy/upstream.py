@@ -22,7 +22,6 @@ Runs inside mitmdump only (it imports mitmproxy).
 from __future__ import annotations
 
 import asyncio
-import logging
 import ssl
 import threading
 
@@ -31,12 +30,13 @@ from mitmproxy import ctx, http
 from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
+from ..core.printable import logger
 from ..core.redact import loggable_url
 from ..core.report import Report
 from .errors import error_response
 from .state import state_of
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 UPSTREAM_ERROR = "cassette_upstream_error"
 
