@@ -5,6 +5,6 @@ the `cassette_proxy` package beside it is what runs, installed or not; the
 package installs this file beside itself, so `cassette run` loads the same code.
 """
 
-from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.addon import CassetteAddon
 
-addons = [Cassette()]
+addons = [CassetteAddon()]

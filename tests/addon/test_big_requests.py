@@ -12,7 +12,7 @@ from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.key import request_key
 from cassette_proxy.core.request_worker import BIG_REQUEST_BYTES
 from cassette_proxy.proxy import upstream
-from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.addon import CassetteAddon
 from cassette_proxy.proxy.facts import request_facts
 from mitmproxy import http
 from mitmproxy.addons.proxyserver import Proxyserver
@@ -41,7 +41,7 @@ def chat_flow(body: bytes) -> http.HTTPFlow:
 def proxy(tmp_path, monkeypatch):
     """`proxy(flow, mode, answer=None)` runs the request hook (and, with an upstream answer, the response hook);
     `proxy.workers` counts the worker processes started."""
-    addon, started = Cassette(), []
+    addon, started = CassetteAddon(), []
     real_run = request_worker.subprocess.run
 
     def counted(*args, **kwargs):
@@ -56,7 +56,7 @@ def proxy(tmp_path, monkeypatch):
     monkeypatch.setattr(upstream, "unreachable", reachable)
     with taddons.context(addon, Proxyserver()) as tctx:
 
-        def run(flow, mode: str, answer: dict | None = None) -> Cassette:
+        def run(flow, mode: str, answer: dict | None = None) -> CassetteAddon:
             tctx.options.update(cassette_dir=str(tmp_path / "cassettes"), cassette_mode=mode, cassette_preload=0)
             addon.configure(set(tctx.options.keys()))
             loop = tctx.master.event_loop
@@ -74,8 +74,8 @@ def test_a_big_request_is_keyed_by_a_worker_as_the_proxy_keys_it(proxy):
     flow = chat_flow(big_body("which turn was longest?"))
     addon = proxy(flow, "replay")
     assert flow.response.status_code == 409
-    facts = request_facts(flow.request, addon.read_headers, "api.openai.com")
-    assert json.loads(flow.response.content)["error"]["key"] == request_key(facts, addon.key_headers)
+    facts = request_facts(flow.request, addon.options.read_headers, "api.openai.com")
+    assert json.loads(flow.response.content)["error"]["key"] == request_key(facts, addon.options.recipe.key_headers)
     assert proxy.workers  # the key and the miss: other processes
     assert "body" not in addon.report.misses[0]  # no megabytes in the report
 
@@ -117,4 +117,4 @@ def test_a_failing_worker_fails_closed(proxy, monkeypatch):
     addon = proxy(flow, "replay")
     assert flow.response.status_code == 500
     assert json.loads(flow.response.content)["error"]["type"] == "cassette_error"
-    assert "exit code 3" in addon.report.errors[0]["message"]
+    assert "exit code 3" in addon.report.errors[0].message

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from cassette_proxy.core.location import MAX_NAME, relative_name
-from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.addon import CassetteAddon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
 
@@ -21,8 +21,8 @@ def path_of_length(total: int) -> str:
     return path
 
 
-def miss_of(tmp_path, folder, path: str) -> tuple[dict, Cassette]:
-    addon = Cassette()
+def miss_of(tmp_path, folder, path: str) -> tuple[dict, CassetteAddon]:
+    addon = CassetteAddon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.options.update(cassette_dir=str(folder), cassette_mode="replay")
         addon.configure(set(tctx.options.keys()))
@@ -47,4 +47,4 @@ def test_a_path_the_file_system_refuses_is_named_once(tmp_path):
     error, addon = miss_of(tmp_path, folder, path_of_length(MAX_NAME))
     assert error["type"] == "cassette_invalid" and "File name too long" in error["message"]
     [entry] = addon.report.errors
-    assert entry["message"].count(entry["cassette"]) == 1 and error["message"].count(entry["cassette"]) == 1
+    assert entry.message.count(entry.cassette) == 1 and error["message"].count(entry.cassette) == 1

@@ -14,7 +14,7 @@ from cassette_proxy.core.key import public_url
 from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionScript
-from cassette_proxy.proxy.addon import Cassette
+from cassette_proxy.proxy.addon import CassetteAddon
 from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import SessionPlay, SessionServer
 from cassette_proxy.proxy.state import state_of
@@ -60,13 +60,13 @@ def upgrade(url: str = "https://api.openai.com/v1/realtime?model=gpt-realtime", 
 @pytest.fixture
 def proxy(tmp_path):
     """The addon in mitmproxy's test context: `proxy.configure(**options)`, then `proxy.run(hook, flow)`."""
-    addon = Cassette()
+    addon = CassetteAddon()
     with taddons.context(addon, Proxyserver()) as tctx:
 
         class Driver:
             root = tmp_path / "cassettes"
 
-            def configure(self, **options) -> Cassette:
+            def configure(self, **options) -> CassetteAddon:
                 tctx.options.update(cassette_dir=str(self.root), **options)
                 addon.configure(set(tctx.options.keys()))
                 return addon
@@ -104,7 +104,7 @@ def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_let
 
 
 def test_a_session_ignore_path_that_can_never_match_stops_the_proxy_naming_the_option():
-    addon = Cassette()
+    addon = CassetteAddon()
     with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_session_ignore"):
         tctx.configure(addon, cassette_session_ignore=["item..id"])
 
@@ -159,7 +159,7 @@ def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_opti
     return flow
 
 
-def record(proxy, flow, **options) -> Cassette:
+def record(proxy, flow, **options) -> CassetteAddon:
     addon = proxy.configure(cassette_mode="record", **options)
     addon.upstream.forward = lambda flow: None  # no probe, no timer: nothing is connected in-process
     websocket_data = flow.websocket
@@ -201,7 +201,7 @@ def test_a_session_cut_off_or_failed_is_not_saved_and_the_report_says_why(proxy,
     addon = record(proxy, recorded_flow(code, by_client))
     assert list(proxy.root.rglob("*.json")) == []
     [error] = addon.report.errors
-    assert error["type"] == "session_incomplete" and why in error["message"]
+    assert error.kind == "session_incomplete" and why in error.message
 
 
 def test_a_101_is_never_a_plain_cassette_whatever_the_record_statuses(proxy):
@@ -214,7 +214,7 @@ def test_a_101_is_never_a_plain_cassette_whatever_the_record_statuses(proxy):
     flow.response = response
     proxy.run("response", flow)
     assert list(proxy.root.rglob("*.json")) == []
-    assert [e["type"] for e in addon.report.errors] == ["not_a_websocket"]
+    assert [e.kind for e in addon.report.errors] == ["not_a_websocket"]
 
 
 def test_a_session_still_open_when_the_proxy_stops_is_not_saved(proxy):
@@ -228,8 +228,8 @@ def test_a_session_still_open_when_the_proxy_stops_is_not_saved(proxy):
     proxy.run("response", flow)
     addon.done()
     assert list(proxy.root.rglob("*.json")) == []
-    assert [e["type"] for e in addon.report.errors] == ["session_incomplete"]
-    assert "proxy stopped" in addon.report.errors[0]["message"]
+    assert [e.kind for e in addon.report.errors] == ["session_incomplete"]
+    assert "proxy stopped" in addon.report.errors[0].message
 
 
 # -- the session server, driven as mitmproxy drives it ---------------------------------------------------------

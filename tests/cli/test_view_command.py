@@ -15,7 +15,7 @@ from cassette_command import CASSETTE, cassette
 from cassette_proxy.cli import view
 from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps, load
-from cassette_proxy.core.report import Report
+from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from harness import mitmdump_path
 from samples import cassette_path, chat, write
 
@@ -262,7 +262,7 @@ def test_a_bad_port_is_refused_before_serving(tmp_path):
 
 def test_report_view_sums_reports_and_lists_unused_cassettes(tmp_path):
     a, b = Report(hits=2, cassettes_used={"x.json"}), Report(hits=1, cassettes_used={"y.json"})
-    a.errors.append({"type": "stream_incomplete", "cassette": "z.json", "message": "cut off"})
+    a.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, "cut off", cassette="z.json"))
     shown = view.report_view(tmp_path, [(Path("a"), a.to_json()), (Path("b"), b.to_json())], ["x.json", "y.json", "w.json"])  # fmt: skip
     assert (shown["counts"]["hits"], shown["counts"]["errors"], shown["unused"]) == (3, 1, ["w.json"])
     assert shown["errors"][0]["type"] == "stream_incomplete"

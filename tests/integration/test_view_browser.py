@@ -22,7 +22,7 @@ import anthropic
 import httpx
 import pytest
 from cassette_command import CASSETTE
-from cassette_proxy.core.report import Report
+from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy, make_certificate
 from samples import chat, write
 from selenium import webdriver
@@ -153,7 +153,11 @@ def check_stream(card) -> None:
 def test_exported_file_shows_conversations_stream_miss_diff_and_markup_as_text(recorded, tmp_path):
     out = tmp_path / "cassettes.html"
     other = Report(mode="record", recorded=1)  # a second run whose stream was cut off: the reports are summed
-    other.errors.append({"type": "stream_incomplete", "cassette": "api.anthropic.com/v1/messages/x.json", "message": "cut off <b>mid-stream</b>"})  # fmt: skip
+    other.error(
+        ErrorEntry(
+            ErrorKind.STREAM_INCOMPLETE, "cut off <b>mid-stream</b>", cassette="api.anthropic.com/v1/messages/x.json"
+        )
+    )
     other.write(tmp_path / "other-report.json")
     reports = ["--report", str(recorded["report"]), "--report", str(tmp_path / "other-report.json")]
     done = subprocess.run(

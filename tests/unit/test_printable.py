@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.core.printable import PrintableStream, logger, printable
-from cassette_proxy.core.report import Report
+from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 
 PACKAGE = Path(__file__).resolve().parents[2] / "addon" / "cassette_proxy"
 
@@ -37,7 +37,7 @@ def test_newlines_are_kept_only_when_asked():
 def test_the_run_summary_escapes_what_clients_sent():
     report = Report()
     report.missed({"method": "GET", "url": "https://api.openai.com/v1/\x1b]0;pwned\x07", "cassette": "x/\x1b.json"})
-    report.errors.append({"type": "cassette_invalid", "message": "a\rb"})
+    report.error(ErrorEntry(ErrorKind.INVALID, "a\rb"))
     summary = report.summary()
     assert "\x1b" not in summary and "\r" not in summary and "\x07" not in summary
     assert "https://api.openai.com/v1/\\x1b]0;pwned\\x07" in summary

@@ -86,6 +86,13 @@ class ReplayCache:
         self.bytes = 0
         self._entries: dict[str, tuple[Stamp, Replay]] = {}
 
+    def configure(self, root: Path, max_size: int, size: int) -> None:
+        """The run's folder and size limit; entries read under another folder or limit are dropped."""
+        if (root, max_size) != (self.root, self.max_size):
+            self._entries.clear()
+            self.bytes = 0
+        self.root, self.max_size, self.size = root, max_size, size
+
     def load(self, path: str, status: os.stat_result | None = None) -> Replay:
         """The same errors as `load`. Callers must not mutate the cassette. `status`: the file's, if just stat-ed."""
         stamp = stamp_of(status or os.stat(path))

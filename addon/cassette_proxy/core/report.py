@@ -1,17 +1,27 @@
 """The run report: exact counts of what the proxy did, for launchers, CI gates and pruning.
 
-The addon fills a `Report` and writes it as JSON on shutdown; `cassette run`,
-`cassette serve`, the pytest plugin and `cassette prune` read it back through
-`Report.read` / `Report.from_json`, never as a raw dict, so they cannot drift
-from what the addon writes.
+The addon fills one `Report` and writes it as JSON on shutdown; `cassette run`,
+`cassette serve`, the pytest plugin, `cassette prune` and `cassette view` read it
+back through `Report.read` / `Report.from_json`, never as a raw dict, so they
+cannot drift from what the addon writes.
+
+The report owns its lock: the event loop and the recorder's worker threads both
+count into it, always through its methods (`hit`, `missed`, `error`, ...), never
+by writing its fields. What other code reads back of an entry is typed: an
+`ErrorEntry` has an enumerated `ErrorKind`; a miss and an offline refusal are
+`Miss` and `Offline` (TypedDicts: their JSON form is what `cassette view` shows).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 from .atomic_write import write_atomic
 from .per_test import NO_TEST
@@ -22,11 +32,92 @@ class ReportError(Exception):
     """A file that is not a run report this version wrote."""
 
 
+class ErrorKind(StrEnum):
+    """What went wrong, as the report's `type` names it."""
+
+    OWN_ERROR = "cassette_error"
+    """A bug of ours: the request was answered 500 and not forwarded."""
+    INVALID = "cassette_invalid"
+    """A cassette that cannot be used (unreadable, outside the folder, too big, not valid)."""
+    WRITE_FAILED = "cassette_write_failed"
+    UPSTREAM = "cassette_upstream_error"
+    """A forwarded request whose upstream could not be reached or did not answer in time."""
+    NOT_RECORDED = "not_recorded"
+    """A forwarded answer that was not saved (its status is not in cassette_record_statuses)."""
+    STREAM_INCOMPLETE = "stream_incomplete"
+    SESSION_INCOMPLETE = "session_incomplete"
+    NOT_A_WEBSOCKET = "not_a_websocket"
+
+
+@dataclass(frozen=True)
+class ErrorEntry:
+    kind: ErrorKind
+    message: str
+    cassette: str | None = None
+    """The cassette concerned, relative to the cassette folder (or the path of an unusable one)."""
+    url: str | None = None
+    """The request's URL without credentials."""
+    hook: str | None = None
+    """For a bug of ours: the hook it happened in."""
+    status: int | None = None
+    reason: str | None = None
+    """Why an answer was not saved, in a few words (`status 500`)."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Anything else the entry's source knows (a replayed session's message number)."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.kind.value}
+        for name in ("cassette", "url", "hook", "status", "reason"):
+            if (value := getattr(self, name)) is not None:
+                data[name] = value
+        return {**data, **self.details, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: object) -> ErrorEntry:
+        if not isinstance(data, dict):
+            raise ReportError(f"an error entry is not an object: {data!r:.100}")
+        rest = dict(data)
+        try:
+            kind = ErrorKind(rest.pop("type"))
+        except (KeyError, ValueError):
+            raise ReportError(f"an error entry has no known type: {data!r:.100}") from None
+        named = {name: rest.pop(name) for name in ("cassette", "url", "hook", "status", "reason") if name in rest}
+        return cls(kind, str(rest.pop("message", "")), **named, details=rest)
+
+
+class Miss(TypedDict):
+    """A request with no recording in replay mode, as the 409 named it."""
+
+    key: str
+    method: str
+    url: str
+    cassette: str
+    closest: list[dict[str, Any]]
+    test: str | None
+    scope: NotRequired[str]
+    body: NotRequired[Any]
+    """The request's body, redacted (not a big body's): `cassette view` diffs it against the closest recording."""
+    session: NotRequired[dict[str, Any]]
+    """For a WebSocket session: the client message that differs."""
+
+
+class Offline(TypedDict):
+    """A replay-mode request to a host outside the scope, refused with 403 cassette_offline."""
+
+    host: str
+    method: str
+    url: str
+
+
+COUNTERS = ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry")
+"""The plain counts, which `merged` adds up."""
+
+
 @dataclass
 class Report:
     mode: str = "replay"
     hits: int = 0
-    misses: list[dict] = field(default_factory=list)
+    misses: list[Miss] = field(default_factory=list)
     recorded: int = 0
     overwritten: int = 0
     upstream: int = 0
@@ -36,11 +127,11 @@ class Report:
     telemetry: int = 0
     """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
     recorded, keyed or missed."""
-    passthrough_hosts: Counter = field(default_factory=Counter)
+    passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
-    offline: list[dict] = field(default_factory=list)
+    offline: list[Offline] = field(default_factory=list)
     """Replay-mode requests to hosts outside the scope, refused with 403 cassette_offline."""
-    errors: list[dict] = field(default_factory=list)
+    errors: list[ErrorEntry] = field(default_factory=list)
     client_errors: dict[str, int] = field(default_factory=lambda: {"hits": 0, "recorded": 0})
     """Recorded 4xx answers (`cassette_record_statuses`) among `hits` and `recorded`: a suite's error-handling
     tests, counted apart so a summary does not pass them off as successes."""
@@ -48,32 +139,93 @@ class Report:
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
     routes: dict[str, int] = field(default_factory=dict)
     """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
-    tests: dict[str, dict] = field(default_factory=dict)
+    tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
     which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
-    def for_test(self, test: str | None) -> dict:
-        """The counts of one test, created on first use; `cassettes` is a set until written."""
+    # -- counting: thread-safe, the only way the proxy changes a report -----------------------------------------
+
+    def took_route(self, route: str) -> None:
+        with self._lock:
+            self.routes[route] = self.routes.get(route, 0) + 1
+
+    def hit(self, test: str | None, cassette: str, client_error: bool = False) -> None:
+        with self._lock:
+            self.hits += 1
+            if client_error:
+                self.client_errors["hits"] += 1
+            self._used_by(test, cassette, "hits")
+
+    def recorded_cassette(
+        self, test: str | None, cassette: str, overwrote: bool, client_error: bool = False, count: bool = True
+    ) -> None:
+        """A cassette written; `count` False for a stream rewritten with its timing, already counted once."""
+        with self._lock:
+            if count:
+                if overwrote:
+                    self.overwritten += 1
+                else:
+                    self.recorded += 1
+                if client_error:
+                    self.client_errors["recorded"] += 1
+            self._used_by(test, cassette, "recorded" if count else None)
+
+    def used_by(self, test: str | None, cassette: str, count: str | None = None) -> None:
+        """A cassette read or written for `test`; `count` names the test's counter to add one to (hits, recorded)."""
+        with self._lock:
+            self._used_by(test, cassette, count)
+
+    def missed(self, miss: Miss) -> None:
+        with self._lock:
+            self.misses.append(miss)
+            self._for_test(miss.get("test"))["misses"] += 1
+
+    def refused(self, offline: Offline) -> None:
+        with self._lock:
+            self.offline.append(offline)
+
+    def error(self, entry: ErrorEntry) -> None:
+        with self._lock:
+            self.errors.append(entry)
+
+    def passed_through(self, host: str) -> None:
+        with self._lock:
+            self.passthrough += 1
+            self.passthrough_hosts[host] += 1
+
+    def forwarded(self) -> None:
+        with self._lock:
+            self.upstream += 1
+
+    def token_exchange(self) -> None:
+        with self._lock:
+            self.token_exchanges += 1
+
+    def telemetry_request(self) -> None:
+        with self._lock:
+            self.telemetry += 1
+
+    def started(self, mode: str, routes: Sequence[str] = ()) -> None:
+        """The run's mode, and the routes it serves (listed even when no request takes them)."""
+        with self._lock:
+            self.mode = mode
+            self.routes = {**dict.fromkeys(routes, 0), **self.routes}
+
+    def _for_test(self, test: str | None) -> dict[str, Any]:
         entry = self.tests.get(test or NO_TEST)
         if entry is None:
             entry = self.tests[test or NO_TEST] = {"hits": 0, "misses": 0, "recorded": 0, "cassettes": set()}
         return entry
 
-    def used_by(self, test: str | None, cassette: str, count: str | None = None) -> None:
-        """A cassette read or written for `test`; `count` names the test's counter to add one to (hits, recorded)."""
+    def _used_by(self, test: str | None, cassette: str, count: str | None = None) -> None:
         self.cassettes_used.add(cassette)
-        entry = self.for_test(test)
+        entry = self._for_test(test)
         entry["cassettes"].add(cassette)
         if count:
             entry[count] += 1
 
-    def missed(self, miss: dict) -> None:
-        self.misses.append(miss)
-        self.for_test(miss.get("test"))["misses"] += 1
-
-    def passed_through(self, host: str) -> None:
-        self.passthrough += 1
-        self.passthrough_hosts[host] += 1
+    # -- reading ------------------------------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
         return {
@@ -89,12 +241,19 @@ class Report:
             "errors": len(self.errors),
         }
 
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
-        data["cassettes_used"] = sorted(self.cassettes_used)
-        data["tests"] = {test: {**entry, "cassettes": sorted(entry["cassettes"])} for test, entry in self.tests.items()}
-        data["counts"] = self.counts()
+    def to_json(self) -> dict[str, Any]:
+        """The report as written; a consistent snapshot while other threads count."""
+        with self._lock:
+            data: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+            data["misses"] = [dict(miss) for miss in self.misses]
+            data["offline"] = [dict(entry) for entry in self.offline]
+            data["errors"] = [error.to_json() for error in self.errors]
+            data["client_errors"] = dict(self.client_errors)
+            data["routes"] = dict(self.routes)
+            data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
+            data["cassettes_used"] = sorted(self.cassettes_used)
+            data["tests"] = {t: {**entry, "cassettes": sorted(entry["cassettes"])} for t, entry in self.tests.items()}
+            data["counts"] = self.counts()
         return data
 
     def write(self, path: Path) -> None:
@@ -104,9 +263,10 @@ class Report:
     def from_json(cls, data: object) -> Report:
         if not isinstance(data, dict) or not isinstance(data.get("counts"), dict):
             raise ReportError("not a cassette run report (no counts)")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls) if f.init}
         try:
             report = cls(**{name: value for name, value in data.items() if name in known})
+            report.errors = [ErrorEntry.from_json(error) for error in report.errors]
             report.passthrough_hosts = Counter(report.passthrough_hosts)
             report.cassettes_used = set(report.cassettes_used)
             report.tests = {
@@ -128,7 +288,7 @@ class Report:
         """One report for several proxies (xdist workers): counts added up, misses and errors listed together."""
         total = cls(mode=reports[0].mode)
         for report in reports:
-            for name in ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry"):
+            for name in COUNTERS:
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.passthrough_hosts.update(report.passthrough_hosts)
             total.misses += report.misses
@@ -140,7 +300,7 @@ class Report:
             for route, n in report.routes.items():
                 total.routes[route] = total.routes.get(route, 0) + n
             for test, entry in report.tests.items():
-                into = total.for_test(None if test == NO_TEST else test)
+                into = total._for_test(None if test == NO_TEST else test)
                 for name in ("hits", "misses", "recorded"):
                     into[name] += entry[name]
                 into["cassettes"] |= entry["cassettes"]
@@ -172,7 +332,7 @@ class Report:
         if self.passthrough_hosts:
             hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
             lines.append(f"cassette: passed through to {hosts}")
-        not_recorded = Counter(e.get("reason", e["type"]) for e in self.errors if e.get("type") == "not_recorded")
+        not_recorded = Counter(e.reason or e.kind.value for e in self.errors if e.kind == ErrorKind.NOT_RECORDED)
         if not_recorded:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))
             lines.append(f"cassette: {sum(not_recorded.values())} requests not recorded: {why}")
@@ -182,17 +342,13 @@ class Report:
             for m in self.misses
         ]
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
-        lines += [f"cassette: error {e['type']}: {e.get('message', '')}" for e in self.errors]
+        lines += [f"cassette: error {e.kind.value}: {e.message}" for e in self.errors]
         # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
         return "\n".join(printable(line) for line in lines)
 
     def tests_with_misses(self) -> dict[str, int]:
         """Test id → how many of its requests missed (requests outside any test are not a test's)."""
-        found: dict[str, int] = {}
-        for miss in self.misses:
-            if miss.get("test"):
-                found[miss["test"]] = found.get(miss["test"], 0) + 1
-        return found
+        return dict(Counter(test for miss in self.misses if (test := miss.get("test"))))
 
     def strict_failures(self) -> list[str]:
         """What `--strict` fails on even when the suite swallowed it: misses, errors, refusals, upstream in replay."""

@@ -93,7 +93,7 @@ async def key_in_worker(facts: RequestFacts, keys: KeyCache) -> str:
 async def closest_in_worker(
     facts: RequestFacts, key_headers: Sequence[str], redact_specs: Sequence[str], recipe: dict, folder: Path, root: Path
 ) -> list[dict]:
-    """`miss.closest` for this request's stored, redacted form (as `Cassette._answer_miss` builds it), by a worker;
+    """`miss.closest` for this request's stored, redacted form (as `answers.miss` builds it), by a worker;
     `recipe`: the run's key options, as `make_recipe` takes them."""
     job = {
         "job": "miss",

@@ -48,8 +48,6 @@ TEST_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 class RequestRules:
     """What one request follows: the run's options, or the current test's."""
 
-    __test__ = False
-
     test: str | None
     mode: str
     repeats: str
@@ -64,10 +62,8 @@ class ControlError(ValueError):
     """A control request this proxy cannot act on; the message says why (answered 400)."""
 
 
-class TestControl:
+class CurrentTest:
     """The current test and its rules; `rules` is read once per request, so it is always a ready object."""
-
-    __test__ = False
 
     def __init__(self) -> None:
         self.token = ""

@@ -1,7 +1,7 @@
 """Record: a forwarded request's response becomes a cassette, written by a worker thread.
 
-Every write goes through one `Recorder`: one lock for the report it shares
-with the event loop, one count of writes in flight that shutdown waits for.
+Every write goes through one `Recorder`, which counts the writes in flight that
+shutdown waits for; the run report counts through its own thread-safe methods.
 A response that is not saved (a status not worth keeping, a failed write, a
 stream cut off) is an error entry in the report, so the next replay's miss
 is explained before it happens.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from ..core.cassette_file import (
 from ..core.key import RequestFacts
 from ..core.printable import logger
 from ..core.record_statuses import is_client_error
-from ..core.report import Report
+from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import write_in_worker
 from .stream_recorder import StreamRecorder
 
@@ -64,33 +65,36 @@ class RecordTarget:
 class Recorder:
     def __init__(self, report: Report) -> None:
         self.report = report
-        self.lock = threading.Condition()
-        """Guards the report (worker threads and the event loop both count into it) and `in_flight`."""
         self.in_flight = 0
+        self.idle = threading.Condition()
+        """Notified as each write ends: shutdown waits for `in_flight` to reach 0."""
         self.redact_rules: tuple[redact.Rule, ...] = ()
-        self.redact_specs: list[str] = []
+        self.redact_specs: tuple[str, ...] = ()
         """The rules as cassette_redact gave them, for a worker process to parse alike."""
         self.statuses: frozenset[int] = frozenset()
         """cassette_record_statuses: the upstream statuses saved as cassettes."""
         self.keyed_with: dict = {}
         """The key settings every cassette records it was keyed with (recipe.to_json())."""
 
-    def count(self, **changes: int) -> None:
-        with self.lock:
-            for name, n in changes.items():
-                setattr(self.report, name, getattr(self.report, name) + n)
-
-    def add_error(self, entry: dict) -> None:
-        with self.lock:
-            self.report.errors.append(entry)
+    def configure(
+        self,
+        redact_rules: tuple[redact.Rule, ...],
+        redact_specs: tuple[str, ...],
+        statuses: frozenset[int],
+        keyed_with: dict,
+    ) -> None:
+        self.redact_rules, self.redact_specs, self.statuses, self.keyed_with = (
+            redact_rules,
+            redact_specs,
+            statuses,
+            keyed_with,
+        )
 
     def not_recorded(self, target: RecordTarget, reason: str, message: str, status: int | None = None) -> None:
         """A forwarded request whose response will not be on disk: the next replay of it will miss."""
         url = redact.loggable_url(target.request["url"])
-        entry = {"type": "not_recorded", "reason": reason, "cassette": target.relative, "url": url}
-        if status is not None:
-            entry["status"] = status
-        self.add_error({**entry, "message": message})
+        entry = ErrorEntry(ErrorKind.NOT_RECORDED, message, target.relative, url, status=status, reason=reason)
+        self.report.error(entry)
         log.warning(message)
 
     def save_whole(self, flow: http.HTTPFlow, target: RecordTarget) -> asyncio.Future | None:
@@ -101,6 +105,20 @@ class Recorder:
             # applies to the text, credential fields included (redact._redacted_json_fields).
             return self.save(flow, target, lambda: text_fields(content))
         return self.save(flow, target, body_fields(content, flow.response.headers.get("content-type", "")))
+
+    def stream(self, flow: http.HTTPFlow, target: RecordTarget, kind: str) -> StreamRecorder:
+        """The live recorder of a streamed answer to save: every chunk passes through, the timed events are kept."""
+        started = flow.response.timestamp_start or time.time()
+        return StreamRecorder(kind, started, on_complete=lambda rec, first: self.save_stream(flow, target, rec, first))
+
+    def cut_off(self, flow: http.HTTPFlow, target: RecordTarget) -> None:
+        """A stream being recorded ended before it was complete: no cassette, and an error in the report."""
+        reason = (
+            f"cassette not saved: the stream from {redact.loggable_url(target.request['url'])} was cut off "
+            f"before its end ({flow.error.msg if flow.error else 'no reason given'})"
+        )
+        self.report.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, reason, cassette=target.relative))
+        log.warning(reason)
 
     def save_stream(self, flow: http.HTTPFlow, target: RecordTarget, recorder: StreamRecorder, first: bool) -> None:
         """Called by the stream recorder, inside mitmproxy's stream handling, once the stream is complete."""
@@ -142,7 +160,7 @@ class Recorder:
             fields = body() if callable(body) else body
             return new_cassette(target.key, target.request, {**head, **fields}, recorded_with, self.keyed_with)
 
-        with self.lock:
+        with self.idle:
             self.in_flight += 1
         return asyncio.get_running_loop().run_in_executor(None, self._write, target, build, count)
 
@@ -162,28 +180,19 @@ class Recorder:
         except OSError as e:
             reason = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(reason)
-            with self.lock:
-                self.report.errors.append(
-                    {"type": "cassette_write_failed", "cassette": target.relative, "message": reason}
-                )
+            self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, reason, cassette=target.relative))
             return reason
         else:
-            with self.lock:
-                if count and target.existed:
-                    self.report.overwritten += 1
-                elif count:
-                    self.report.recorded += 1
-                if count and is_client_error(cassette["response"]["status"]):
-                    self.report.client_errors["recorded"] += 1
-                self.report.used_by(target.test, target.relative, "recorded" if count else None)
+            client_error = is_client_error(cassette["response"]["status"])
+            self.report.recorded_cassette(target.test, target.relative, target.existed, client_error, count)
             url = redact.loggable_url(target.request["url"])
             log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")
             return None
         finally:
-            with self.lock:
+            with self.idle:
                 self.in_flight -= 1
-                self.lock.notify_all()
+                self.idle.notify_all()
 
     def wait_idle(self, timeout: float = 30) -> None:
-        with self.lock:
-            self.lock.wait_for(lambda: self.in_flight == 0, timeout=timeout)
+        with self.idle:
+            self.idle.wait_for(lambda: self.in_flight == 0, timeout=timeout)

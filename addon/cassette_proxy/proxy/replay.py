@@ -21,6 +21,7 @@ from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
 from ..core.cassette_file import load
+from ..core.printable import logger
 from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
 from ..core.replay_worker import exact_of, replay_from
 from .state import FlowState
@@ -29,6 +30,8 @@ from .timed_replay import TimedReplayServer, TimedStream
 BIG_CASSETTE_BYTES = 1024 * 1024
 """Cassette files from this size on are built by a worker process: parsing one on the event loop
 (about 10 ms per MB, holding the GIL) would stall every other client for that long."""
+
+log = logger(__name__)
 
 WORKERS = 2
 """Replay workers at once: each holds a few times its cassette's size in memory while it works."""
@@ -59,6 +62,11 @@ class Replayer:
         self.preloader: asyncio.subprocess.Process | None = None
         self.preloaded_keys = 0
         """Request keys the preload computed (see replay_worker.sdk_request)."""
+
+    def configure(self, root: Path, max_size: int, cache_size: int, speed: float | None) -> None:
+        """The cassette folder, the largest file read, how many replays are kept, the pace of a replayed stream."""
+        self.cache.configure(root, max_size, cache_size)
+        self.speed = speed
 
     async def load(self, path: str) -> Replay | None:
         """The cassette at `path` ready to answer with, or None when there is none; CassetteError/OSError if unusable."""
@@ -130,6 +138,23 @@ class Replayer:
             await _end(worker)
             self.preloader = None
         return loaded
+
+    async def preload_logged(self, limit: int, recipe: dict, remember: Callable[[tuple, str], None]) -> None:
+        """`preload`, its outcome in the log; a failure leaves the cache as it was (each cassette is then read on
+        its first request)."""
+        began = time.monotonic()
+        try:
+            loaded = await self.preload(limit, recipe, remember)
+        except Exception as e:
+            log.warning(
+                f"cassette: preloading the cassettes failed ({type(e).__name__}: {e}); each is read on its first request"
+            )
+            return
+        if loaded:
+            log.info(
+                f"cassette: preloaded {loaded} cassettes ({self.preloaded_keys} request keys) "
+                f"in {time.monotonic() - began:.2f} s"
+            )
 
     def stop_preload(self) -> None:
         if self.preloader is not None and self.preloader.returncode is None:

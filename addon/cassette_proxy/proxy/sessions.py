@@ -21,16 +21,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mitmproxy import ctx, exceptions, http
+from mitmproxy import http
 from mitmproxy import version as mitmproxy_version
 
 from .. import __version__
 from ..core import redact
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
-from ..core.key import parse_ignore_paths
 from ..core.printable import logger
-from ..core.report import Report
+from ..core.report import ErrorEntry, ErrorKind, Miss, Report
 from ..core.session_file import (
     SESSION_FORMAT,
     Close,
@@ -89,9 +88,8 @@ class Recording:
 class Sessions:
     """Driven by the cassette addon from its request, response, websocket_end and done hooks."""
 
-    def __init__(self, report: Report, lock: threading.Condition) -> None:
+    def __init__(self, report: Report) -> None:
         self.report = report
-        self.lock = lock
         self.server = SessionServer()
         self.recordings: dict[str, Recording] = {}
         """Forwarded sessions being recorded, by flow id."""
@@ -103,20 +101,16 @@ class Sessions:
         self.writing = 0
         self._written = threading.Condition()
 
-    def configure(self, updated: set[str], keyed_with: dict, redact_rules: tuple[redact.Rule, ...]) -> None:
-        """`cassette_session_ignore` validated, the folder and size limit read (as the seal does, from the options:
-        a configure() may bring any subset); the key settings and redaction rules as the cassette addon parsed them."""
-        opts = ctx.options
-        if "cassette_session_ignore" in updated:
-            try:
-                parse_ignore_paths(opts.cassette_session_ignore)
-            except ValueError as e:
-                raise exceptions.OptionsError(f"cassette_session_ignore: {e}") from None
-            self.session_ignore = tuple(p.strip() for p in opts.cassette_session_ignore)
-        if "cassette_dir" in updated:
-            self.root = Path(opts.cassette_dir).expanduser().resolve()
-        if "cassette_max_size" in updated:
-            self.max_size = opts.cassette_max_size
+    def configure(
+        self,
+        root: Path,
+        max_size: int,
+        session_ignore: tuple[str, ...],
+        keyed_with: dict,
+        redact_rules: tuple[redact.Rule, ...],
+    ) -> None:
+        """The run's options, as options.py parsed them."""
+        self.root, self.max_size, self.session_ignore = root, max_size, session_ignore
         self.keyed_with, self.redact_rules = keyed_with, redact_rules
 
     def settings(self, rules: RequestRules) -> MatchSettings:
@@ -177,25 +171,34 @@ class Sessions:
     def _count(self, target: SessionTarget, rules: RequestRules, outcome: str, details: dict | None) -> None:
         """A played session's end, in the report: a hit, a miss (with its diff) or an error of ours."""
         url, relative = redact.loggable_url(target.url), target.relative
-        with self.lock:
-            if outcome == "hit":
-                self.report.hits += 1
-                self.report.used_by(rules.test, relative, "hits")
-            elif outcome == "miss":
-                # The session is its own closest recording: `cassette view --report` shows the message's diff.
-                number = details["message_number"]
-                closest = [
-                    {
-                        "cassette": relative,
-                        "differences": [f"client message {number}: {d}" for d in details["differences"]],
-                    }
-                ]
-                entry = {"key": target.key, "method": "GET", "url": url, "cassette": relative, "closest": closest}
-                self.report.used_by(rules.test, relative)
-                self.report.missed({**entry, "test": rules.test, "scope": rules.scope, "session": details})
-            else:
-                self.report.used_by(rules.test, relative)
-                self.report.errors.append({"type": "cassette_error", "cassette": relative, **(details or {})})
+        if outcome == "hit":
+            self.report.hit(rules.test, relative)
+        elif outcome == "miss":
+            assert details is not None, "a miss names its message"
+            # The session is its own closest recording: `cassette view --report` shows the message's diff.
+            number = details["message_number"]
+            closest = [
+                {"cassette": relative, "differences": [f"client message {number}: {d}" for d in details["differences"]]}
+            ]
+            self.report.used_by(rules.test, relative)
+            self.report.missed(
+                Miss(
+                    key=target.key,
+                    method="GET",
+                    url=url,
+                    cassette=relative,
+                    closest=closest,
+                    test=rules.test,
+                    scope=rules.scope,
+                    session=details,
+                )
+            )
+        else:
+            self.report.used_by(rules.test, relative)
+            rest = dict(details or {})
+            message = str(rest.pop("message", "the session could not be played"))
+            rest.pop("cassette", None)
+            self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette=relative, details=rest))
         if outcome == "miss":
             in_test = f" in test {rules.test}" if rules.test else ""
             log.warning(f"cassette miss: WebSocket session {url} ({relative}){in_test}: {details['message']}")
@@ -213,7 +216,7 @@ class Sessions:
                 f"cassette not saved: upstream answered 101 for GET {url}, and mitmproxy does not relay it as a "
                 "WebSocket session (is the `websocket` option off?); a 101 alone would replay as nothing"
             )
-            self._not_saved(target, "not_a_websocket", message)
+            self._not_saved(target, ErrorKind.NOT_A_WEBSOCKET, message)
             return
         headers = stored_headers(list(flow.response.headers.items(multi=True)))
         headers = {
@@ -235,14 +238,14 @@ class Sessions:
         if code in (None, 1006) or flow.error:
             self._not_saved(
                 target,
-                "session_incomplete",
+                ErrorKind.SESSION_INCOMPLETE,
                 f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code {code})",
             )
             return
         if by == "server" and code in SERVER_FAILURE_CODES:
             self._not_saved(
                 target,
-                "session_incomplete",
+                ErrorKind.SESSION_INCOMPLETE,
                 f"cassette not saved: the upstream ended the WebSocket session {url} with close code {code} (a server failure), like a 5xx",
             )
             return
@@ -290,17 +293,9 @@ class Sessions:
         except OSError as e:
             message = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(message)
-            with self.lock:
-                self.report.errors.append(
-                    {"type": "cassette_write_failed", "cassette": target.relative, "message": message}
-                )
+            self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, message, cassette=target.relative))
         else:
-            with self.lock:
-                if target.existed:
-                    self.report.overwritten += 1
-                else:
-                    self.report.recorded += 1
-                self.report.used_by(target.test, target.relative, "recorded")
+            self.report.recorded_cassette(target.test, target.relative, target.existed)
             log.info(
                 f"cassette recorded: WebSocket session {redact.loggable_url(target.request['url'])} ({target.relative}, {len(frames)} messages)"
             )
@@ -316,16 +311,12 @@ class Sessions:
             f"cassette_error: the cassette addon failed in its websocket_end hook ({type(error).__name__}: {error})"
         )
         log.error(message, exc_info=True)
-        with self.lock:
-            entry = {"type": "cassette_error", "hook": "websocket_end", "message": message}
-            self.report.errors.append({**entry, **({"cassette": recording.target.relative} if recording else {})})
+        cassette = recording.target.relative if recording else None
+        self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette, hook="websocket_end"))
 
-    def _not_saved(self, target: RecordTarget, reason: str, message: str) -> None:
+    def _not_saved(self, target: RecordTarget, kind: ErrorKind, message: str) -> None:
         url = redact.loggable_url(target.request["url"])
-        with self.lock:
-            self.report.errors.append(
-                {"type": reason, "reason": reason, "cassette": target.relative, "url": url, "message": message}
-            )
+        self.report.error(ErrorEntry(kind, message, target.relative, url, reason=kind.value))
         log.warning(message)
 
     def done(self) -> None:
@@ -335,7 +326,7 @@ class Sessions:
             url = redact.loggable_url(recording.target.request["url"])
             self._not_saved(
                 recording.target,
-                "session_incomplete",
+                ErrorKind.SESSION_INCOMPLETE,
                 f"cassette not saved: the proxy stopped while the WebSocket session {url} was open",
             )
         self.server.stop()

@@ -8,9 +8,7 @@ api.openai.com) would be keyed and missed.
 
 from __future__ import annotations
 
-import threading
-
-from mitmproxy import exceptions, http
+from mitmproxy import http
 
 from ..core.report import Report
 from ..core.telemetry import Sink, TelemetrySinks, answer, parse_sinks
@@ -18,16 +16,13 @@ from .state import FlowState
 
 
 class Telemetry:
-    def __init__(self, report: Report, lock: threading.Condition) -> None:
+    def __init__(self, report: Report) -> None:
         self.report = report
-        self.lock = lock
-        self.sinks = parse_sinks(True, [])
+        self.sinks: TelemetrySinks = parse_sinks(True, [])
 
-    def configure(self, enabled: bool, extra: list[str]) -> None:
-        try:
-            self.sinks: TelemetrySinks = parse_sinks(enabled, extra)
-        except ValueError as e:
-            raise exceptions.OptionsError(f"cassette_telemetry_sinks: {e}") from None
+    def configure(self, sinks: TelemetrySinks) -> None:
+        """cassette_telemetry and cassette_telemetry_sinks, as options.py parsed them."""
+        self.sinks = sinks
 
     def match(self, request: http.Request, host: str) -> Sink | None:
         return self.sinks.match(request.method, host, request.path)
@@ -35,8 +30,7 @@ class Telemetry:
     def handle(self, flow: http.HTTPFlow, state: FlowState, mode: str, sink: Sink) -> None:
         """Count it; in replay answer it with the success its client reads (else it goes to the real sink)."""
         state.outcome = "telemetry"
-        with self.lock:
-            self.report.telemetry += 1
+        self.report.telemetry_request()
         if mode == "replay":
             status, headers, body = answer(sink, flow.request.headers.get("content-type", ""))
             flow.response = http.Response.make(status, body, headers)

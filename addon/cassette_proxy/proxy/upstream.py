@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import threading
 
 import certifi
 from mitmproxy import ctx, http
@@ -32,13 +31,13 @@ from mitmproxy.proxy import events
 
 from ..core.printable import logger
 from ..core.redact import loggable_url
-from ..core.report import Report
+from ..core.report import ErrorEntry, ErrorKind, Report
 from .errors import error_response
 from .state import state_of
 
 log = logger(__name__)
 
-UPSTREAM_ERROR = "cassette_upstream_error"
+UPSTREAM_ERROR = ErrorKind.UPSTREAM.value
 
 
 def upstream_tls(options) -> ssl.SSLContext:
@@ -71,9 +70,8 @@ async def unreachable(host: str, port: int, tls: ssl.SSLContext | None, timeout:
 class UpstreamGuard:
     """Driven by the cassette addon: it calls `forward` for each forwarded request, and its hooks from its own."""
 
-    def __init__(self, report: Report, lock: threading.Condition) -> None:
+    def __init__(self, report: Report) -> None:
         self.report = report
-        self.lock = lock
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Task] = set()
 
@@ -111,8 +109,7 @@ class UpstreamGuard:
         if state is not None:
             state.target = None
             state.outcome = "error"
-        with self.lock:
-            self.report.errors.append({"type": UPSTREAM_ERROR, "status": status, "url": url, "message": message})
+        self.report.error(ErrorEntry(ErrorKind.UPSTREAM, message, url=url, status=status))
         log.error(message)
         return error_response(status, UPSTREAM_ERROR, message, url=url, status=status)
 
@@ -153,7 +150,6 @@ class UpstreamGuard:
             message = (
                 f"forwarded request failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
             )
-            with self.lock:
-                self.report.errors.append({"type": UPSTREAM_ERROR, "url": url, "message": message})
+            self.report.error(ErrorEntry(ErrorKind.UPSTREAM, message, url=url))
             log.error(f"{message}: {flow.request.method} {url}")
         self._settle(flow)

@@ -1,0 +1,125 @@
+"""The answers the addon makes itself instead of forwarding a request: a miss, a refusal as offline, an unusable
+cassette, a token exchange, a bug of ours.
+
+Each builder sets the flow's response (a JSON error every SDK surfaces and none
+retries, errors.py), logs what happened, and returns the entry the run report
+counts; the addon's hooks decide when to call them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from mitmproxy import http
+
+from ..core import miss as misses
+from ..core import redact
+from ..core.hosts import HostScope
+from ..core.key import RequestFacts
+from ..core.miss import ClosestSearch
+from ..core.printable import logger
+from ..core.recipe import stored_request
+from ..core.report import ErrorEntry, ErrorKind, Miss, Offline
+from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker
+from ..core.token_exchange import placeholder
+from .control_channel import RequestRules
+from .errors import error_response, json_response
+from .options import RunOptions
+from .state import FlowState
+
+log = logger(__name__)
+
+
+async def miss(
+    flow: http.HTTPFlow,
+    facts: RequestFacts,
+    key: str,
+    relative: str,
+    endpoint: Path,
+    rules: RequestRules,
+    options: RunOptions,
+    closest: ClosestSearch,
+) -> Miss:
+    """409, naming the key, the cassette it would be (`relative`) and what changed against the closest recordings
+    in the cassette's folder (`endpoint`)."""
+    key_headers = options.recipe.key_headers
+    big = len(facts.body) >= BIG_REQUEST_BYTES
+    if big:  # parsed, redacted and compared by a worker process
+        request = stored_request(facts._replace(body=b""), key_headers)
+        nearest = await closest_in_worker(
+            facts, key_headers, list(options.redact_specs), dict(options.recipe_options), endpoint, options.root
+        )
+    else:
+        request = stored_request(facts, key_headers)
+        # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
+        request["body"] = redact.redacted(request["body"], ("request", "body"), options.redact_rules)
+        # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
+        nearest = await asyncio.to_thread(closest.closest, endpoint, options.root, request, options.recipe)
+    method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
+    error = misses.miss_body(
+        key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, options.started_by
+    )
+    flow.response = json_response(409, error, indent=2)
+    in_test = f" in test {rules.test}" if rules.test else ""
+    log.warning(f"cassette miss: {method} {url} key={key} (would be {relative}){in_test}")
+    # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side
+    # (not a big body's: the report would hold megabytes; its closest recordings still name the differences).
+    entry = Miss(
+        key=key, method=method, url=url, cassette=relative, closest=nearest, test=rules.test, scope=rules.scope
+    )
+    if not big:
+        entry["body"] = request["body"]
+    return entry
+
+
+def offline(flow: http.HTTPFlow, host: str, hosts: HostScope) -> Offline:
+    """403 for a replay-mode request to a host outside the scope: replay does not reach the network."""
+    method = flow.request.method
+    url = f"{flow.request.scheme}://{host}{flow.request.path.split('?', 1)[0]}"  # no query: no secret
+    outside = f"{host} is" if host not in hosts else f"{url} is (cassette_hosts names only some paths of {host})"
+    message = (
+        f"cassette_offline: replay mode does not reach the network, and {outside} outside cassette_hosts; "
+        f"refused {method} {url}. Add the host to cassette_hosts to record it, or to cassette_allow_hosts "
+        "(`cassette run --allow-host`) to let it through."
+    )
+    flow.response = error_response(403, "cassette_offline", message, host=host)
+    log.warning(message)
+    return Offline(host=host, method=method, url=url)
+
+
+def unusable_cassette(flow: http.HTTPFlow, path: str, error: Exception) -> ErrorEntry:
+    """500 for a cassette that cannot be used: a broken file must not look like a miss (a re-record would paper
+    over it)."""
+    # The path once: an OSError's own text repeats it (`[Errno 13] Permission denied: '<path>'`).
+    problem = f"{path}: {error.strerror}" if isinstance(error, OSError) and error.strerror else str(error)
+    message = f"cassette unusable: {problem}. Fix or delete the file, then run again."
+    flow.response = error_response(500, "cassette_invalid", message, cassette=path)
+    log.error(message)
+    return ErrorEntry(ErrorKind.INVALID, problem, cassette=path)
+
+
+def token_exchange(flow: http.HTTPFlow) -> None:
+    """A placeholder token, so that client libraries refresh offline; never stored nor logged with its token."""
+    request = flow.request
+    body = request.get_content(strict=False) or b""
+    headers, answer = placeholder(request.host, request.path, body, request.headers.get("content-type", ""))
+    flow.response = http.Response.make(200, answer, headers)
+
+
+def own_error(flow: http.HTTPFlow, state: FlowState, hook: str, error: Exception) -> ErrorEntry:
+    """A bug of ours: the client gets a JSON 500 it will not retry, the log the traceback; nothing is saved."""
+    what = f"{type(error).__name__}: {redact.redacted(str(error), ('log',), redact.SECRET_RULES)}"[:300]
+    message = (
+        f"cassette_error: the cassette addon failed in its {hook} hook ({what}); the request was not forwarded. "
+        "This is a bug in Cassette Proxy: please report it with the proxy log."
+    )
+    log.error(message, exc_info=True)
+    state.target = None  # nothing is saved from a flow our code could not follow
+    state.outcome = "error"
+    # A response already streaming to the client cannot be replaced; mitmproxy ends it.
+    if flow.live and not (flow.response is not None and hook == "responseheaders" and flow.response.stream):
+        flow.response = error_response(500, "cassette_error", message)
+    if flow.intercepted:
+        flow.resume()
+    return ErrorEntry(ErrorKind.OWN_ERROR, message, hook=hook)
