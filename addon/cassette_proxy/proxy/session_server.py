@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -41,6 +40,7 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 from ..core.printable import logger
 from ..core.session_file import Close, Frame
 from ..core.session_match import ERROR_CLOSE_CODE, MISS_CLOSE_CODE, Miss, SessionScript, close_reason, miss_event
+from .loopback_server import LoopbackServer
 
 log = logger(__name__)
 
@@ -82,38 +82,24 @@ class _Batch:
     close: tuple[int | None, str] | None = None
 
 
-class SessionServer:
+class SessionServer(LoopbackServer[SessionPlay]):
     PREFIX = "/__cassette_session__/"
 
     def __init__(self) -> None:
-        self._plays: dict[str, SessionPlay] = {}
+        super().__init__()
         self._connections: set[_Connection] = set()
-        self._server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        if self._server is None:
-            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-
-    def register(self, play: SessionPlay) -> str:
-        """The path under which this server plays `play`, once."""
-        path = f"{self.PREFIX}{secrets.token_hex(16)}"
-        self._plays[path] = play
-        return path
 
     def stop(self) -> None:
         """Count what is still open (the proxy stops while a client is connected) and what never connected."""
         for connection in list(self._connections):
             connection.finish()
-        for play in self._plays.values():
+        for play in self.items.values():
             play.end("error", {"message": "the proxy stopped before mitmproxy connected the client to its session"})
-        self._plays.clear()
-        if self._server is not None:
-            self._server.close()
+        self.items.clear()
+        self.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = _Connection(self._plays, reader, writer)
+        connection = _Connection(self, reader, writer)
         self._connections.add(connection)
         try:
             await connection.run()
@@ -124,8 +110,8 @@ class SessionServer:
 class _Connection:
     """One client's session: wsproto's server side, a reader loop and a sender that keeps the recorded order."""
 
-    def __init__(self, plays: dict[str, SessionPlay], reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.plays = plays
+    def __init__(self, server: SessionServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.server = server
         self.reader, self.writer = reader, writer
         self.ws = WSConnection(ConnectionType.SERVER)
         self.play: SessionPlay | None = None
@@ -180,7 +166,7 @@ class _Connection:
             self.done = True
 
     def _accept(self, request: Request) -> None:
-        play = self.plays.pop(request.target, None)
+        play = self.server.take(request.target)
         if play is None:  # not a path this proxy registered: nothing is served
             self._send(RejectConnection(status_code=404, headers=[(b"content-length", b"0")], has_body=False))
             self.done = True

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import http
-import itertools
 import re
 from dataclasses import dataclass
+
+from .loopback_server import LoopbackServer
 
 
 def parse_replay_timing(value: str) -> float | None:
@@ -45,7 +46,7 @@ async def _read_request_body(reader: asyncio.StreamReader, head: bytes) -> None:
             pass  # trailers
 
 
-class TimedReplayServer:
+class TimedReplayServer(LoopbackServer[TimedStream]):
     """A loopback HTTP server inside the proxy that sends a recorded stream with its recorded gaps.
 
     mitmproxy sends a response that an addon makes in `request()` in one piece;
@@ -57,29 +58,12 @@ class TimedReplayServer:
 
     PREFIX = "/__cassette_replay__/"
 
-    def __init__(self) -> None:
-        self._streams: dict[str, TimedStream] = {}
-        self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        if self._server is None:
-            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-
-    def register(self, stream: TimedStream) -> str:
-        """The path under which this server will play `stream`."""
-        path = f"{self.PREFIX}{next(self._ids)}"
-        self._streams[path] = stream
-        return path
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             target = head.split(b" ", 2)[1].decode("ascii", "replace")
             await _read_request_body(reader, head)
-            stream = self._streams.pop(target, None)
+            stream = self.take(target)
             if stream is None:
                 writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
                 return
