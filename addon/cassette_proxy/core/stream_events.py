@@ -130,7 +130,7 @@ def payload(event: str) -> Any:
         return NOT_JSON
 
 
-def stored_events(response: dict) -> list[str] | None:
+def stored_events(response: dict[str, Any]) -> list[str] | None:
     """The event texts of a stored response: its `events`, or a stream stored whole as text; None if not a stream."""
     body = response.get("body")
     if response.get("body_format") == "events" and isinstance(body, list):
