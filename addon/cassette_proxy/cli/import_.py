@@ -136,7 +136,8 @@ def _read_files(
         except Exception as e:  # a failure of ours: this file is reported, the others are read
             unreadable.append(f"{name}: could not be read ({type(e).__name__}: {e}): a bug, please report it")
             continue
-        test_ids, problem = (), ""
+        test_ids: tuple[str, ...] = ()
+        problem = ""
         if settings.scope == "test":
             try:
                 test_ids = tuple(modules.test_ids(path))

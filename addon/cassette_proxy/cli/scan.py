@@ -183,7 +183,7 @@ def scan_file(path: Path, root: Path, rules: tuple[Rule, ...], entropy: bool) ->
 def files_to_scan(paths: list[Path]) -> list[tuple[Path, Path]]:
     """(file, the folder it must resolve inside): folders give their cassette files; files named explicitly (as
     pre-commit passes them) are scanned as given, inside the cassette folder if they are in it, else their own."""
-    found = []
+    found: list[tuple[Path, Path]] = []
     for path in paths:
         if path.is_dir():
             found.extend((file, path) for file in cassette_files(path))

@@ -31,9 +31,11 @@ def recorded_at(path: Path, root: Path) -> datetime:
     """When the cassette was recorded; raises ValueError when the file does not say."""
     value = load(path, root).get("recorded_at")  # the proxy's checks: inside the folder, regular, size-bounded
     try:
-        when = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"no valid recorded_at ({value!r})") from None
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        when = None
+    if when is None:
+        raise ValueError(f"no valid recorded_at ({value!r})")
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 

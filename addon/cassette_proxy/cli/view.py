@@ -218,7 +218,7 @@ class Index:
 
     def _save_cache(self) -> None:
         """Best effort: a cache that cannot be written only makes the next start slower."""
-        if self.cache_file is None:
+        if self.cache_file is None or self._cache is None:
             return
         with self._lock:
             entries = {cassette_id: [*stamp, summary] for cassette_id, (stamp, summary) in self._cache.items()}
@@ -288,8 +288,9 @@ def miss_view(root: Path, miss: dict) -> dict:
     for near in miss.get("closest") or []:
         if not isinstance(near, dict):
             continue
-        entry = {"cassette": str(near.get("cassette", "")), "differences": list(near.get("differences") or [])}
-        path = resolve_id(root, entry["cassette"])
+        cassette_id = str(near.get("cassette", ""))
+        entry = {"cassette": cassette_id, "differences": list(near.get("differences") or [])}
+        path = resolve_id(root, cassette_id)
         if path is not None and "body" in miss:
             try:
                 recorded = load(path, root)["request"].get("body")
@@ -389,7 +390,6 @@ class ViewState:
     root: Path
     report_paths: list[Path]
     index: Index
-    served_page: Page | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     hosts: frozenset[str] = frozenset()
     """The `Host` values that name this server (`127.0.0.1:PORT`, `localhost:PORT`): any other is refused."""
@@ -405,7 +405,7 @@ class ViewState:
         return out
 
 
-def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
+def _handler(state: ViewState, served_page: Page) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "cassette-view"
         sys_version = ""
@@ -419,7 +419,7 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             query = parse_qs(url.query)
             if url.path == "/":
-                self._send(HTTPStatus.OK, state.served_page.html.encode("utf-8"), "text/html; charset=utf-8")
+                self._send(HTTPStatus.OK, served_page.html.encode("utf-8"), "text/html; charset=utf-8")
             elif url.path == "/api/index":
                 state.index.refresh_in_background()
                 summaries, pending = state.index.snapshot()
@@ -478,7 +478,7 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
-            self.send_header("content-security-policy", state.served_page.policy + "; frame-ancestors 'none'")
+            self.send_header("content-security-policy", served_page.policy + "; frame-ancestors 'none'")
             self.send_header("x-content-type-options", "nosniff")
             self.send_header("referrer-policy", "no-referrer")
             self.send_header("cache-control", "no-store")
@@ -489,9 +489,9 @@ def _handler(state: ViewState) -> type[BaseHTTPRequestHandler]:
 
 
 def serve(state: ViewState, port: int, open_browser: bool) -> int:
-    state.served_page = page({"mode": "served"}, served=True)
+    served_page = page({"mode": "served"}, served=True)
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state))
+        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(state, served_page))
     except OSError as e:
         print(f"cassette view: cannot listen on 127.0.0.1:{port}: {e.strerror or e} (pick another --port, or 0)")
         return 2
@@ -574,8 +574,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.html:
         return serve(state, args.port, args.open)
     only: set[str] | None = None
-    if args.only_used:
-        view = report_view(root, reports, [])
+    if args.only_used and (view := report_view(root, reports, [])) is not None:  # it is: reports is not empty
         only = set(view["used"]) | {near["cassette"] for miss in view["misses"] for near in miss["closest"]}
     if args.changed:
         try:

@@ -107,7 +107,7 @@ def _compact_json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def stored_frame(ms: int, frame: bytes) -> dict:
+def stored_frame(ms: int, frame: bytes) -> dict[str, Any]:
     """The stored form of one frame: its headers and its payload as parsed JSON (`payload`) when compact JSON
     gives the same bytes back, else as text (`payload_text`); a frame that is not that is kept whole in base64."""
     try:
@@ -126,7 +126,7 @@ def stored_frame(ms: int, frame: bytes) -> dict:
         return {"ms": ms, "frame_base64": base64.b64encode(frame).decode("ascii")}
 
 
-def _decoded_bytes(value: Any) -> dict:
+def _decoded_bytes(value: Any) -> dict[str, Any]:
     """An InvokeModelWithResponseStream `chunk` carries the model's own event as base64 in `bytes`: decoded in
     place (parsed JSON when compact JSON gives its text back, else text) so reviews, redaction and `cassette scan`
     see it; the entry's `payload_bytes` says how to encode it back. Empty when it would not come back exactly."""
@@ -150,7 +150,7 @@ def _decoded_bytes(value: Any) -> dict:
     return {"payload_bytes": "text"}
 
 
-def frame_bytes(entry: dict) -> bytes:
+def frame_bytes(entry: dict[str, Any]) -> bytes:
     """The bytes a stored frame stands for (re-encoded, CRCs included, from its readable form)."""
     if "frame_base64" in entry:
         return base64.b64decode(entry["frame_base64"], validate=True)

@@ -70,7 +70,7 @@ class CassetteError(Exception):
         self.problem = problem
 
 
-def body_fields(body: bytes, content_type: str) -> dict:
+def body_fields(body: bytes, content_type: str) -> dict[str, Any]:
     """{"body_format", "body"} for storage: parsed JSON when the type says JSON, else text, else base64.
 
     JSON is stored parsed so that a review diff shows fields, not one long line;
@@ -83,7 +83,7 @@ def body_fields(body: bytes, content_type: str) -> dict:
     return text_fields(body)
 
 
-def text_fields(body: bytes) -> dict:
+def text_fields(body: bytes) -> dict[str, Any]:
     """{"body_format", "body"} keeping the exact bytes: text when they are UTF-8, else base64."""
     try:
         return {"body_format": "text", "body": body.decode("utf-8")}
@@ -96,7 +96,8 @@ def decode_body(body_format: str, body: Any) -> bytes:
     if body_format == "json":
         return _json_bytes(body)
     if body_format == "text":
-        return body.encode("utf-8")
+        text: str = body
+        return text.encode("utf-8")
     if body_format == "base64":
         return base64.b64decode(body)
     if body_format == "events":
@@ -110,7 +111,7 @@ LARGE_JSON_BYTES = 1024 * 1024
 """A JSON response body above this is stored as text, its exact replay bytes (see `large_json_as_text`)."""
 
 
-def large_json_as_text(cassette: dict, limit: int = LARGE_JSON_BYTES) -> dict:
+def large_json_as_text(cassette: dict[str, Any], limit: int = LARGE_JSON_BYTES) -> dict[str, Any]:
     """The cassette with a JSON response body above `limit` bytes stored as text instead.
 
     Replaying a JSON body means parsing the file and encoding the body again:
@@ -138,7 +139,13 @@ def stored_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
     return kept
 
 
-def new_cassette(key: str, request: dict, response: dict, recorded_with: dict, keyed_with: dict | None = None) -> dict:
+def new_cassette(
+    key: str,
+    request: dict[str, Any],
+    response: dict[str, Any],
+    recorded_with: dict[str, Any],
+    keyed_with: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return {
         "cassette_format": FORMAT_VERSION,
         "key": key,
@@ -166,7 +173,7 @@ def _json_bytes(value: Any, indent: int | None = None) -> bytes:
         return json.dumps(value, indent=indent).encode("ascii")
 
 
-def dumps(cassette: dict) -> bytes:
+def dumps(cassette: dict[str, Any]) -> bytes:
     return _json_bytes(cassette, indent=2) + b"\n"
 
 
@@ -284,7 +291,7 @@ def _file_kind(mode: int) -> str:
     return next((name for is_kind, name in _FILE_KINDS if is_kind(mode)), "not a regular file")
 
 
-def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> dict:
+def load(path: Path | str, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> dict[str, Any]:
     """Read and validate a cassette; raises CassetteError naming the problem, FileNotFoundError if absent.
 
     `root`: the cassette folder the file must resolve inside (symlinks within it are fine).
@@ -292,7 +299,7 @@ def load(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE)
     return parse(path, read_limited(path, root, max_size))
 
 
-def parse(path: Path | str, raw: bytes) -> dict:
+def parse(path: Path | str, raw: bytes) -> dict[str, Any]:
     """Validate the bytes of the cassette file at `path` (named in errors) and return the cassette."""
     try:
         text = raw.decode("utf-8")
@@ -338,7 +345,7 @@ def _shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
-def _check_headers(path: Path, side: str, headers: Any) -> None:
+def _check_headers(path: Path | str, side: str, headers: Any) -> None:
     """Names that are HTTP tokens, values without CR, LF or NUL: a stored `\r\n` would inject headers on the wire."""
     if not isinstance(headers, dict):
         raise CassetteError(path, f"{side}.headers must be an object of strings")
@@ -351,7 +358,7 @@ def _check_headers(path: Path, side: str, headers: Any) -> None:
             raise CassetteError(path, f"{side}.headers.{name} holds a CR, LF or NUL character: {_shown(value)}")
 
 
-def _check_body(path: Path, side: str, stored: dict) -> None:
+def _check_body(path: Path | str, side: str, stored: dict[str, Any]) -> None:
     """The body has the type its `body_format` declares (a missing body is empty text)."""
     body_format = stored.get("body_format", "text")
     if body_format not in BODY_FORMATS:
@@ -379,7 +386,7 @@ def _check_body(path: Path, side: str, stored: dict) -> None:
         )
 
 
-def events_fields(events: list[dict], body_format: str = "events") -> dict:
+def events_fields(events: list[dict[str, Any]], body_format: str = "events") -> dict[str, Any]:
     """{"body_format", "body"} for a streamed body: one {"ms", "text"} entry per SSE event or NDJSON line
     (`events`), or one entry per AWS event-stream frame (`eventstream`, see aws_eventstream.py)."""
     return {"body_format": body_format, "body": events}

@@ -87,7 +87,7 @@ class Answer:
     status: int | None = None
     model: str = ""
     finish_reason: str = ""
-    usage: dict = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
     parts: list[Part] = field(default_factory=list)
     streamed: bool = False
     timeline: list[TimelineEvent] = field(default_factory=list)
@@ -118,12 +118,12 @@ class Conversation:
     method: str
     url: str
     model: str
-    parameters: dict
+    parameters: dict[str, Any]
     tools: list[str]
     turns: list[Turn]
     answer: Answer
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["answer"]["text"] = self.answer.text
         return data
@@ -177,7 +177,7 @@ def shape_of(url: str, body: Any) -> str:
     return UNKNOWN
 
 
-def request_model(request: dict) -> str:
+def request_model(request: dict[str, Any]) -> str:
     """The model a request asks for: its body's `model`, else the one its URL names (Gemini, Azure)."""
     body = request.get("body") if request.get("body_format") == "json" else None
     model = body.get("model") if isinstance(body, dict) else None
@@ -193,8 +193,8 @@ def _base64_size(data: Any) -> int:
     """Decoded size of base64 text, without decoding it."""
     if not isinstance(data, str):
         return 0
-    data = data.strip()
-    return max(0, len(data) * 3 // 4 - data[-2:].count("="))
+    text = data.strip()
+    return max(0, len(text) * 3 // 4 - text[-2:].count("="))
 
 
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.IGNORECASE)
@@ -247,7 +247,7 @@ def _openai_content(content: Any) -> list[Part]:
             url = image.get("url") if isinstance(image, dict) else image
             parts.append(_media("image", "", url=url or item.get("file_id")))
         elif kind in ("file", "input_file"):
-            file = item.get("file") if isinstance(item.get("file"), dict) else item
+            file = nested if isinstance(nested := item.get("file"), dict) else item
             data = file.get("file_data") or ""
             name = str(file.get("filename") or file.get("file_id") or "")
             parts.append(_media("file", "", url=data if str(data).startswith("data:") else None, data=data, label=name))
@@ -261,7 +261,7 @@ def _openai_content(content: Any) -> list[Part]:
     return parts
 
 
-def _openai_chat_turns(body: dict) -> list[Turn]:
+def _openai_chat_turns(body: dict[str, Any]) -> list[Turn]:
     turns = []
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
@@ -281,7 +281,7 @@ def _text_of(parts: list[Part]) -> str:
     return "\n".join(part.text for part in parts)
 
 
-def _responses_turns(body: dict) -> list[Turn]:
+def _responses_turns(body: dict[str, Any]) -> list[Turn]:
     turns = [Turn("system", [Part("text", _json_text(body["instructions"]))])] if body.get("instructions") else []
     items = body.get("input")
     if isinstance(items, str):
@@ -313,7 +313,7 @@ def _anthropic_blocks(content: Any) -> list[Part]:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
-        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        source = nested if isinstance(nested := block.get("source"), dict) else {}
         if kind == "text":
             parts.append(Part("text", str(block.get("text", ""))))
         elif kind in ("image", "document"):
@@ -332,7 +332,7 @@ def _anthropic_blocks(content: Any) -> list[Part]:
     return parts
 
 
-def _anthropic_turns(body: dict) -> list[Turn]:
+def _anthropic_turns(body: dict[str, Any]) -> list[Turn]:
     turns = [Turn("system", _anthropic_blocks(body["system"]))] if body.get("system") else []
     for message in body.get("messages") or []:
         if isinstance(message, dict):
@@ -365,7 +365,7 @@ def _gemini_parts(parts: Any) -> list[Part]:
     return out
 
 
-def _gemini_turns(body: dict) -> list[Turn]:
+def _gemini_turns(body: dict[str, Any]) -> list[Turn]:
     system = body.get("systemInstruction") or body.get("system_instruction")
     turns = [Turn("system", _gemini_parts(system.get("parts")))] if isinstance(system, dict) else []
     for content in body.get("contents") or []:
@@ -374,7 +374,7 @@ def _gemini_turns(body: dict) -> list[Turn]:
     return turns
 
 
-def _ollama_turns(body: dict) -> list[Turn]:
+def _ollama_turns(body: dict[str, Any]) -> list[Turn]:
     turns = [Turn("system", [Part("text", str(body["system"]))])] if body.get("system") else []
     messages = body.get("messages") or []
     if isinstance(body.get("prompt"), str):
@@ -414,7 +414,7 @@ _TURNS = {
 }
 
 
-def parameters(body: Any) -> dict:
+def parameters(body: Any) -> dict[str, Any]:
     """The sampling and length settings of a request, from the top level or Gemini's/Ollama's nested objects."""
     if not isinstance(body, dict):
         return {}
@@ -431,7 +431,7 @@ def tool_names(body: Any) -> list[str]:
     for tool in (body.get("tools") if isinstance(body, dict) else None) or []:
         if not isinstance(tool, dict):
             continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = nested if isinstance(nested := tool.get("function"), dict) else tool
         if function.get("name"):
             names.append(str(function["name"]))
         for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []:
@@ -441,7 +441,7 @@ def tool_names(body: Any) -> list[str]:
     return names
 
 
-def request_turns(shape: str, request: dict) -> list[Turn]:
+def request_turns(shape: str, request: dict[str, Any]) -> list[Turn]:
     """The turns a request sends; a body this does not know is one turn of readable JSON (or its text)."""
     body = request.get("body")
     if request.get("body_format") == "json" and isinstance(body, dict) and shape in _TURNS:
@@ -463,9 +463,9 @@ class _Accumulator:
     """Builds an Answer from a whole response or from stream events, whichever API sent them."""
 
     answer: Answer
-    calls: dict = field(default_factory=dict)
+    calls: dict[Any, Part] = field(default_factory=dict)
     """Tool calls being streamed, by (API, index): [name, arguments so far]."""
-    texts: dict = field(default_factory=dict)
+    texts: dict[Any, Part] = field(default_factory=dict)
     """Text parts by position, so interleaved blocks (Anthropic's thinking and text) stay apart."""
 
     def text(self, where: Any, piece: Any, label: str = "") -> str:
@@ -503,7 +503,7 @@ class _Accumulator:
         if model and not self.answer.model:
             self.answer.model = str(model)
 
-    def absorb(self, event: dict, name: str = "") -> str:
+    def absorb(self, event: dict[str, Any], name: str = "") -> str:
         """Take in one whole response or stream event; returns the text or arguments it added."""
         kind = str(event.get("type") or name)
         self.model(event.get("model") or event.get("modelVersion"))
@@ -553,7 +553,7 @@ class _Accumulator:
     def _choice(self, index: Any) -> None:
         self.answer.choices = max(self.answer.choices, (index if isinstance(index, int) else 0) + 1)
 
-    def _gemini_candidates(self, event: dict) -> str:
+    def _gemini_candidates(self, event: dict[str, Any]) -> str:
         """Gemini, whole or one chunk of a stream; a blocked prompt has no candidates, only its reason."""
         added = ""
         candidates = event.get("candidates")
@@ -573,7 +573,7 @@ class _Accumulator:
         self.usage(event.get("usageMetadata"))
         return added
 
-    def _ollama(self, event: dict, kind: str) -> str:
+    def _ollama(self, event: dict[str, Any], kind: str) -> str:
         added = ""
         message = event.get("message")
         if isinstance(message, dict) and not kind:  # Ollama chat
@@ -589,7 +589,7 @@ class _Accumulator:
             self.usage({k: event[k] for k in ("prompt_eval_count", "eval_count") if k in event})
         return added
 
-    def _bedrock_converse(self, event: dict) -> None:
+    def _bedrock_converse(self, event: dict[str, Any]) -> None:
         """Bedrock's Converse API, whole: `output.message.content` blocks and a `stopReason`."""
         output = event.get("output")
         message = output.get("message") if isinstance(output, dict) else None
@@ -622,7 +622,7 @@ class _Accumulator:
         self.answer.parts.append(Part("json", _json_text(block)))
         return ""
 
-    def _anthropic_stream(self, event: dict, kind: str) -> str:
+    def _anthropic_stream(self, event: dict[str, Any], kind: str) -> str:
         index = event.get("index")
         if kind == "message_start":
             message = event.get("message") or {}
@@ -645,7 +645,7 @@ class _Accumulator:
         self.usage(event.get("usage"))
         return ""
 
-    def _responses(self, event: dict, kind: str) -> str:
+    def _responses(self, event: dict[str, Any], kind: str) -> str:
         """The Responses API: a whole `response` object, or its stream's events."""
         where = ("responses", event.get("output_index"), event.get("content_index"))
         if kind.endswith(".output_text.delta"):
@@ -682,7 +682,7 @@ class _Accumulator:
         return ""
 
 
-def stream_payloads(response: dict) -> list[tuple[int | None, str, Any]] | None:
+def stream_payloads(response: dict[str, Any]) -> list[tuple[int | None, str, Any]] | None:
     """(offset ms, event name, parsed payload or raw text) of each event of a streamed response, else None.
 
     Stored events (`body_format: events`) are one SSE event or NDJSON line
@@ -725,7 +725,7 @@ def _event_name(name: str, payload: Any) -> str:
     return str(payload) if payload == "[DONE]" else "text"
 
 
-def answer_of(response: dict) -> Answer:
+def answer_of(response: dict[str, Any]) -> Answer:
     answer = Answer(status=response.get("status") if isinstance(response.get("status"), int) else None)
     accumulator = _Accumulator(answer)
     payloads = stream_payloads(response)
@@ -756,14 +756,14 @@ def _fallback_part(body_format: Any, body: Any) -> Part:
     return Part("json" if body_format == "json" else "text", _json_text(body))
 
 
-def conversation_of(cassette: dict) -> Conversation:
+def conversation_of(cassette: dict[str, Any]) -> Conversation:
     """The conversation a cassette holds; never raises on an odd shape (it shows up as JSON instead)."""
-    request = cassette.get("request") if isinstance(cassette.get("request"), dict) else {}
-    response = cassette.get("response") if isinstance(cassette.get("response"), dict) else {}
+    request = stored if isinstance(stored := cassette.get("request"), dict) else {}
+    response = answered if isinstance(answered := cassette.get("response"), dict) else {}
     return conversation_from(request, answer_of(response))
 
 
-def conversation_from(request: dict, answer: Answer | None = None) -> Conversation:
+def conversation_from(request: dict[str, Any], answer: Answer | None = None) -> Conversation:
     """The conversation a request starts, with the answer it got (an empty one when only the request is read)."""
     body = request.get("body") if request.get("body_format") == "json" else None
     url = str(request.get("url", ""))

@@ -7,6 +7,7 @@ pytest plugin can never disagree on what "the default" is.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 MODES = ("replay", "record", "update", "off")
@@ -82,10 +83,10 @@ DEFAULT_HOSTS = (
 scope and the launcher's NO_PROXY wiring share it."""
 
 
-def default_mode(environ: os._Environ | dict | None = None) -> str:
+def default_mode(environ: Mapping[str, str] | None = None) -> str:
     return (os.environ if environ is None else environ).get(MODE_VAR) or DEFAULT_MODE
 
 
-def default_dir(environ: os._Environ | dict | None = None) -> Path:
+def default_dir(environ: Mapping[str, str] | None = None) -> Path:
     """The cassette folder used unless told: $CASSETTE_DIR, else ./cassettes."""
     return Path((os.environ if environ is None else environ).get(DIR_VAR) or DEFAULT_DIR)

@@ -63,12 +63,12 @@ class Finding:
     new: str
     detail: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"severity": self.severity.label, "field": self.field, "old": self.old, "new": self.new,
                 "detail": self.detail}  # fmt: skip
 
 
-def compare(old: dict, new: dict) -> list[Finding]:
+def compare(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
     """What changed from the recorded response `old` to the live `new` (cassette `response` objects), worst first."""
     before, after = answer_of(old), answer_of(new)
     if before.status != after.status:
@@ -114,6 +114,9 @@ PART_KINDS = ("text", "functionCall", "functionResponse", "inlineData", "fileDat
 """What tells the elements of an untyped content list apart (Gemini parts, Bedrock blocks)."""
 
 
+_KIND_NAMES: dict[type[Any], str] = {str: "string", list: "array", dict: "object"}
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -121,14 +124,14 @@ def _kind(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
 def _element(item: Any) -> str:
     """The variant of a list element: its `type` (Anthropic blocks, Responses items), else its part kind."""
     if isinstance(item, dict):
-        if isinstance(item.get("type"), str):
-            return item["type"]
+        if isinstance(kind := item.get("type"), str):
+            return kind
         return next((kind for kind in PART_KINDS if kind in item), "")
     return ""
 
@@ -152,7 +155,7 @@ def _walk(value: Any, path: str, out: dict[str, set[str]]) -> None:
             _walk(item, f"{path}[{_element(item)}]", out)
 
 
-def _stream_schema(response: dict) -> dict[str, set[str]] | None:
+def _stream_schema(response: dict[str, Any]) -> dict[str, set[str]] | None:
     """The schema of a stream's events, each event's fields under its name (`content_block_delta:delta.text`)."""
     events = stream_payloads(response)
     if events is None:
@@ -166,7 +169,7 @@ def _stream_schema(response: dict) -> dict[str, set[str]] | None:
     return out
 
 
-def _json_schema(response: dict) -> dict[str, set[str]] | None:
+def _json_schema(response: dict[str, Any]) -> dict[str, set[str]] | None:
     body = response.get("body")
     if response.get("body_format") == "text" and isinstance(body, str) and "json" in _content_type(response):
         try:
@@ -178,12 +181,12 @@ def _json_schema(response: dict) -> dict[str, set[str]] | None:
     return schema(body)
 
 
-def _content_type(response: dict) -> str:
-    headers = response.get("headers") if isinstance(response.get("headers"), dict) else {}
+def _content_type(response: dict[str, Any]) -> str:
+    headers = stored if isinstance(stored := response.get("headers"), dict) else {}
     return str(headers.get("content-type", "")).split(";", 1)[0].strip().lower()
 
 
-def shape_changes(old: dict, new: dict) -> list[Finding]:
+def shape_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
     """Fields added, removed or of another kind, in the JSON answer or a stream's events."""
     before, after = _stream_schema(old), _stream_schema(new)
     if (before is None) != (after is None):
@@ -227,7 +230,7 @@ def _parent(path: str) -> str:
     return "" if parent.endswith(":") else parent
 
 
-def _variants_on_both_sides(path: str, before: dict, after: dict) -> bool:
+def _variants_on_both_sides(path: str, before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether every `[variant]` and the event along `path` exist on both sides."""
     if ":" in path:
         event = path.split(":", 1)[0] + ":"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from .drift import Finding, Severity, worst
 from .summary import code_span, fence, one_line
@@ -56,7 +57,7 @@ class Result:
     def severity(self) -> Severity | None:
         return worst(self.findings)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         severity = self.severity
         return {
             "cassette": self.cassette,
@@ -80,7 +81,7 @@ class DriftReport:
     results: list[Result] = field(default_factory=list)
 
     def ordered(self) -> list[Result]:
-        def rank(result: Result) -> tuple:
+        def rank(result: Result) -> tuple[int, int, str]:
             severity = result.severity
             return (
                 -(severity or 0),
@@ -129,7 +130,7 @@ class DriftReport:
             f"{errors} error{'s' * (errors != 1)}"
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         found = self.worst()
         return {
             "drift_report": REPORT_VERSION,

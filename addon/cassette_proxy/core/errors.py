@@ -9,6 +9,6 @@ ERROR_HEADERS = {"content-type": "application/json", "x-should-retry": "false"}
 (a 409 miss would only miss again; a dead upstream would stay dead)."""
 
 
-def error_body(error_type: str, message: str, **details: Any) -> dict:
+def error_body(error_type: str, message: str, **details: Any) -> dict[str, Any]:
     """An error in a shape every SDK surfaces: OpenAI reads `error.message`, Anthropic `type` + `error.type`."""
     return {"type": "error", "error": {"type": error_type, "code": error_type, "message": message, **details}}

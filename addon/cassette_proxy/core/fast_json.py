@@ -10,7 +10,7 @@ construction goes, not a byte of output (tests/unit/test_fast_json.py compares t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from json import encoder as _encoder
 from typing import Any
 
@@ -22,7 +22,8 @@ def encoder(**options: Any) -> Callable[[Any], str]:
     JSON or are built by this package, and a cycle would still fail (RecursionError, not ValueError).
     """
     reference = json.JSONEncoder(**options)
-    make = _encoder.c_make_encoder
+    # None without the C speed-up; typeshed does not declare it.
+    make: Callable[..., Callable[[Any, int], Iterable[str]]] | None = getattr(_encoder, "c_make_encoder", None)
     if make is None or reference.indent is not None:  # no C speed-up, or an indented form: the stdlib's own path
         return reference.encode
     strings = _encoder.encode_basestring_ascii if reference.ensure_ascii else _encoder.encode_basestring

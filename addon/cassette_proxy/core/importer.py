@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .. import __version__
@@ -69,7 +70,7 @@ def _decode_brotli(data: bytes) -> bytes:
         raise MissingDecoder(
             "the body is br-encoded and the `brotli` package is not installed: pip install brotli"
         ) from None
-    out = brotli.Decompressor().process(data, output_buffer_limit=MAX_RECORDING_BYTES + 1)
+    out: bytes = brotli.Decompressor().process(data, output_buffer_limit=MAX_RECORDING_BYTES + 1)
     if len(out) > MAX_RECORDING_BYTES:
         raise TooLarge(f"decompresses to more than {MAX_RECORDING_BYTES} bytes, the limit")
     return out
@@ -82,7 +83,7 @@ def _decode_zstd(data: bytes) -> bytes:
         raise MissingDecoder(
             "the body is zstd-encoded and `zstandard` is not installed: pip install zstandard"
         ) from None
-    out = zstandard.ZstdDecompressor().stream_reader(data).read(MAX_RECORDING_BYTES + 1)
+    out: bytes = zstandard.ZstdDecompressor().stream_reader(data).read(MAX_RECORDING_BYTES + 1)
     if len(out) > MAX_RECORDING_BYTES:
         raise TooLarge(f"decompresses to more than {MAX_RECORDING_BYTES} bytes, the limit")
     return out
@@ -95,7 +96,7 @@ def _decode_deflate(data: bytes) -> bytes:
         return inflate(data, -zlib.MAX_WBITS, MAX_RECORDING_BYTES)  # servers that send raw deflate, as mitmproxy allows
 
 
-_DECODERS = {
+_DECODERS: dict[str, Callable[[bytes], bytes]] = {
     "identity": lambda data: data,
     "none": lambda data: data,
     "gzip": lambda data: inflate(data, 16 + zlib.MAX_WBITS, MAX_RECORDING_BYTES),
@@ -244,7 +245,7 @@ def _no_query(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _response_body(recorded: Recorded) -> dict:
+def _response_body(recorded: Recorded) -> dict[str, Any]:
     """{"body_format", "body"} as the addon stores the response: decoded, and a stream as its events."""
     headers = {name.lower(): value for name, value in recorded.response_headers}
     body = recorded.response_body
@@ -280,7 +281,7 @@ class Converted:
     key: str
     relative: str
     """The first recording's path (`<key>.json`, shared scope); a sequence adds `.2`, `.3`, … when it is planned."""
-    cassette: dict
+    cassette: dict[str, Any]
     data: bytes = field(repr=False)
     """The file's bytes, already read back by the proxy's own validation."""
     url: str
@@ -332,7 +333,9 @@ def convert(
     return Converted(recorded.source, cassette["key"], relative, cassette, data, shown, note)
 
 
-def _cassette(recorded: Recorded, facts: RequestFacts, recipe: Recipe, rules: tuple[Rule, ...], origin: str) -> dict:
+def _cassette(
+    recorded: Recorded, facts: RequestFacts, recipe: Recipe, rules: tuple[Rule, ...], origin: str
+) -> dict[str, Any]:
     """The cassette as the recorder writes it: keyed under `recipe`, redacted, a large JSON answer as text."""
     key = key_of(identity(facts, recipe.key_headers, recipe.paths, recipe.patterns))
     request = stored_request(facts, recipe.key_headers)  # exactly as the proxy stores a recorded request
@@ -357,7 +360,7 @@ ids, rate-limit counters, timings) describe the moment it was recorded, so two r
 in them give the same answer."""
 
 
-def same_answer(a: Mapping, b: Mapping) -> bool:
+def same_answer(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Status, body and the answer headers equal: a replay of either makes the client do the same."""
     if (a.get("status"), a.get("body_format"), a.get("body")) != (b.get("status"), b.get("body_format"), b.get("body")):
         return False
@@ -365,7 +368,7 @@ def same_answer(a: Mapping, b: Mapping) -> bool:
     return all(ah.get(name) == bh.get(name) for name in ANSWER_HEADERS)
 
 
-def _differing_headers(a: Mapping, b: Mapping) -> list[str]:
+def _differing_headers(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     ah, bh = a.get("headers") or {}, b.get("headers") or {}
     return sorted(name for name in ah.keys() | bh.keys() if ah.get(name) != bh.get(name))
 
@@ -426,7 +429,7 @@ def outcomes(
     answer (kept, unless `replace`). A file an earlier import of the same source wrote is that source's
     to update.
     """
-    planned: dict[str, tuple[str, dict]] = {}
+    planned: dict[str, tuple[str, dict[str, Any]]] = {}
     for recording in files:
         origin = f"{recording.format}: {recording.name}"
         converted = [
@@ -440,14 +443,14 @@ def outcomes(
                 yield Outcome(INVALID if entry.invalid else SKIPPED, entry.source, entry.reason)
             elif settings.scope == "test" and recording.scope_problem:
                 yield Outcome(SKIPPED, entry.source, f"test scope: {recording.scope_problem}")
-            elif places[id(entry)] is None:
+            elif (place := places[id(entry)]) is None:
                 detail = "the same answer as the one before it: replay repeats it"
                 yield from (Outcome(REPEAT, entry.source, detail) for _ in tests)
             else:
                 for test in tests:
-                    relative = scoped_name(places[id(entry)], test, settings.scope)
+                    relative = scoped_name(place, test, settings.scope)
                     if len(relative) > MAX_NAME:  # where the proxy looks for a name too long to store (location.py)
-                        relative = scoped_name(short_name(places[id(entry)]), test, settings.scope)
+                        relative = scoped_name(short_name(place), test, settings.scope)
                     yield _place(entry, relative, planned, root, replace, settings.scope)
 
 
@@ -482,7 +485,12 @@ def _sequence_places(converted: list[Converted]) -> dict[int, str | None]:
 
 
 def _place(
-    converted: Converted, relative: str, planned: dict[str, tuple[str, dict]], root: Path, replace: bool, scope: str
+    converted: Converted,
+    relative: str,
+    planned: dict[str, tuple[str, dict[str, Any]]],
+    root: Path,
+    replace: bool,
+    scope: str,
 ) -> Outcome:
     response = converted.cassette["response"]
     shown = f"{converted.url}{f' ({converted.note})' if converted.note else ''}"

@@ -96,6 +96,10 @@ class RequestFacts(NamedTuple):
     content_type: str = ""
 
 
+ExactFacts = tuple[str, str, str, int, str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], bytes, str]
+"""The facts as one hashable value (`exact_facts`): what the key cache is indexed by."""
+
+
 def normal_host(host: str) -> str:
     """The host as DNS sees it: lower case, no trailing dot, IDNA (`bücher.example` → `xn--bcher-kva.example`).
 
@@ -164,7 +168,7 @@ def raw_bytes(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def _quote(text: str | bytes, safe: str = "", encoding: str | None = None, errors: str | None = None) -> str:
+def _quote(text: str | bytes, safe: str | bytes = "", encoding: str | None = None, errors: str | None = None) -> str:
     """`quote_plus` of a value's raw bytes, so a query that is not UTF-8 is shown (and keyed) percent-escaped."""
     return quote_plus(raw_bytes(text) if isinstance(text, str) else text, safe)
 
@@ -317,13 +321,13 @@ def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | No
             return None
         parts = []
         for part in message.iter_parts():
-            payload = part.get_payload(decode=True) or b""
+            payload = part.get_payload(decode=True)  # decoded: bytes, or None for a part that is itself multipart
             parts.append(
                 {
-                    "name": part.get_param("name", header="content-disposition") or "",
+                    "name": str(part.get_param("name", header="content-disposition") or ""),
                     "filename": part.get_filename() or "",
                     "content_type": part.get_content_type(),
-                    "sha256": hashlib.sha256(payload).hexdigest(),
+                    "sha256": hashlib.sha256(payload if isinstance(payload, bytes) else b"").hexdigest(),
                 }
             )
     except Exception:  # see the docstring: a body we cannot parse is keyed by its bytes
@@ -336,7 +340,7 @@ def identity(
     key_headers: Iterable[str] = (),
     ignore: Sequence[Sequence[str]] = (),
     values: Sequence[ValuePattern] = (),
-) -> dict:
+) -> dict[str, Any]:
     """The JSON object whose hash is the key (documented in docs/key.md)."""
     lowered = {name.lower(): value for name, value in facts.headers.items()}
     return {
@@ -354,7 +358,7 @@ def identity(
 _canonical = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
 
 
-def key_of(ident: dict) -> str:
+def key_of(ident: dict[str, Any]) -> str:
     """The first 32 hex characters of the SHA-256 of the identity's canonical JSON."""
     canonical = _canonical(ident)
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -386,7 +390,7 @@ class KeyCache:
     def __init__(
         self,
         key_headers: Iterable[str],
-        ignore: Sequence[Sequence[str]],
+        ignore: tuple[tuple[str, ...], ...],
         values: Sequence[ValuePattern] = (),
         size: int = KEY_CACHE_SIZE,
         max_body: int = 65536,
@@ -396,7 +400,7 @@ class KeyCache:
         self.values = values
         self.size = size
         self.max_body = max_body
-        self._keys: dict[tuple, str] = {}
+        self._keys: dict[ExactFacts, str] = {}
 
     def key(self, facts: RequestFacts) -> str:
         if len(facts.body) > self.max_body:
@@ -408,7 +412,7 @@ class KeyCache:
             self.remember(exact, key)
         return key
 
-    def remember(self, exact: tuple, key: str) -> None:
+    def remember(self, exact: ExactFacts, key: str) -> None:
         """Keep `key` for the facts `exact` (`exact_facts`), which must be what this cache's recipe keys them to:
         the preload sends the facts an SDK would send for each cassette, keyed by the same function."""
         if exact not in self._keys:
@@ -417,7 +421,7 @@ class KeyCache:
             self._keys[exact] = key
 
 
-def exact_facts(facts: RequestFacts) -> tuple:
+def exact_facts(facts: RequestFacts) -> ExactFacts:
     """The facts as one hashable value; headers sorted by name (the key does not depend on their order)."""
     return (facts.method, facts.scheme, facts.host, facts.port, facts.path, tuple(facts.query),
             tuple(sorted(facts.headers.items())), facts.body, facts.content_type)  # fmt: skip

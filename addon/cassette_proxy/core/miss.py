@@ -63,16 +63,16 @@ class ClosestSearch:
 
     def __init__(self) -> None:
         self.indexes = EndpointIndexes()
-        self._cassettes: OrderedDict[tuple[str, tuple[int, int, int, int]], dict] = OrderedDict()
+        self._cassettes: OrderedDict[tuple[str, tuple[int, int, int, int]], dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def closest(self, endpoint_dir: Path, root: Path, request: dict, recipe: Recipe) -> list[dict]:
+    def closest(self, endpoint_dir: Path, root: Path, request: dict[str, Any], recipe: Recipe) -> list[dict[str, Any]]:
         return closest(endpoint_dir, root, request, recipe, self)
 
     def newest(self, folder: Path, count: int) -> list[Path]:
         return [folder / name for name, _ in self.indexes.of(str(folder)).newest(count)]
 
-    def cassette(self, path: Path, root: Path) -> dict:
+    def cassette(self, path: Path, root: Path) -> dict[str, Any]:
         """The cassette at `path` (validated by `load`, inside `root`); callers must not mutate it."""
         # A stat per candidate (a bounded cost): an edit in place keeps the folder's mtime and the file's
         # inode, but not its mtime and size.
@@ -97,8 +97,8 @@ MAX_CACHED_BYTES = 256 * 1024
 
 
 def closest(
-    endpoint_dir: Path, root: Path, request: dict, recipe: Recipe, search: ClosestSearch | None = None
-) -> list[dict]:
+    endpoint_dir: Path, root: Path, request: dict[str, Any], recipe: Recipe, search: ClosestSearch | None = None
+) -> list[dict[str, Any]]:
     """The recordings nearest to this request, each with every cause of the miss it shows.
 
     Both sides are compared as the key sees them under this run's settings
@@ -133,7 +133,9 @@ def closest(
     return nearest
 
 
-def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callable[[Path, Path], dict]) -> dict | None:
+def _compare(
+    path: Path, root: Path, current: dict[str, Any], recipe: Recipe, read: Callable[[Path, Path], dict[str, Any]]
+) -> dict[str, Any] | None:
     try:
         cassette = read(path, root)
         recorded = stored_identity(cassette["request"], recipe)
@@ -150,7 +152,7 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
             settings.append(f"recorded by an older key recipe (cassette_format {cassette.get('cassette_format')})")
         elif keyed_with.get("request_redacted"):
             settings.append("its request was redacted when stored, so the stored copy cannot show the difference")
-    entry = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
+    entry: dict[str, Any] = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
     if random := only_random_changes(recorded, current):
         entry["random_values"] = [
             {"field": c.field, "looks_like": c.shape.what}
@@ -166,11 +168,11 @@ def _compare(path: Path, root: Path, current: dict, recipe: Recipe, read: Callab
 def _same_body_elsewhere(
     root: Path,
     endpoint_dir: Path,
-    current: dict,
+    current: dict[str, Any],
     recipe: Recipe,
     newest: Callable[[Path, int], list[Path]],
-    read: Callable[[Path, Path], dict],
-) -> dict | None:
+    read: Callable[[Path, Path], dict[str, Any]],
+) -> dict[str, Any] | None:
     """The newest recording of another endpoint (method, host or path) with this very body, as keyed."""
     compared_count = 0
     for folder, subfolders, names in os.walk(root):
@@ -190,7 +192,7 @@ def _same_body_elsewhere(
     return None
 
 
-def identity_differences(recorded: dict, current: dict) -> list[str]:
+def identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """What differs between two identities (see key.identity), recorded → current: every cause of a key change."""
     out = []
     if recorded["method"] != current["method"]:
@@ -229,7 +231,7 @@ def _query_values(query: str) -> dict[str, Any]:
     return {name: found[0] if len(found) == 1 else found for name, found in values.items()}
 
 
-def _named_differences(kind: str, recorded: dict, current: dict) -> list[str]:
+def _named_differences(kind: str, recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     out = []
     for name in sorted(recorded.keys() | current.keys()):
         if name not in current:
@@ -247,11 +249,11 @@ def miss_body(
     url: str,
     cassette: str,
     mode: str,
-    nearest: list[dict],
+    nearest: list[dict[str, Any]],
     scope: str = "shared",
     test: str | None = None,
     started_by: str = hints.DEFAULT_STARTER,
-) -> dict:
+) -> dict[str, Any]:
     """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows, and what
     to type (for how the proxy was started: `hints.py`)."""
     if nearest:
@@ -287,7 +289,7 @@ def miss_body(
     return error_body("cassette_miss", message, **details, test=test, closest=nearest)
 
 
-def _made_up_hint(changes: list[dict], started_by: str) -> str:
+def _made_up_hint(changes: list[dict[str, Any]], started_by: str) -> str:
     """ " Only values that look made up differ (…): key them by shape with `…`", or "" when something real changed."""
     if not changes:
         return ""

@@ -54,7 +54,7 @@ def test_dir(test_id: str) -> str:
     return "/".join([TESTS_DIR, *module_parts, name])
 
 
-test_dir.__test__ = False  # a function named test_* is not a test to pytest
+test_dir.__test__ = False  # type: ignore[attr-defined]  # a function named test_* is not a test to pytest
 
 
 def scoped_name(relative: str, test_id: str | None, scope: str) -> str:

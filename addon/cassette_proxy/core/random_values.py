@@ -124,7 +124,7 @@ def random_change(field: str, recorded: Any, current: Any) -> RandomChange | Non
     return None
 
 
-def only_random_changes(recorded: dict, current: dict) -> list[RandomChange] | None:
+def only_random_changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[RandomChange] | None:
     """Every difference between two identities (key.identity), when each is a random-looking body value; else None.
 
     The method, URL and key headers must be equal, and both bodies JSON.

@@ -45,7 +45,7 @@ class Recipe:
     patterns: tuple[ValuePattern, ...] = field(default=(), compare=False, repr=False)
     """The framework presets' patterns, then the value patterns: what `key.identity` replaces."""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """`keyed_with` of a cassette."""
         return {
             "recipe": RECIPE_VERSION,
@@ -140,7 +140,7 @@ def recipe_of(cassette: Mapping[str, Any]) -> Recipe | None:
     )
 
 
-def stored_request(facts: RequestFacts, key_headers: Iterable[str]) -> dict:
+def stored_request(facts: RequestFacts, key_headers: Iterable[str]) -> dict[str, Any]:
     """The request as a cassette stores it: what the key reads, without credentials."""
     lowered = {name.lower(): value for name, value in facts.headers.items()}
     request = {
@@ -185,7 +185,7 @@ def facts_of(request: Mapping[str, Any]) -> RequestFacts:
     )
 
 
-def stored_identity(request: Mapping[str, Any], recipe: Recipe) -> dict:
+def stored_identity(request: Mapping[str, Any], recipe: Recipe) -> dict[str, Any]:
     """The identity of a stored request under `recipe` (what its key would be hashed from)."""
     return identity(facts_of(request), recipe.key_headers, recipe.paths, recipe.patterns)
 

@@ -105,7 +105,7 @@ def _limits_nesting() -> bool:
     return False
 
 
-class _VcrLoader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _VcrLoader(_SafeLoader):  # type: ignore[misc]
     """YAML's safe loader plus the harmless Python tags vcrpy itself writes and reads back.
 
     VCR cassettes arrive in pull requests: `!!python/object` and friends would run code, so any
@@ -113,7 +113,7 @@ class _VcrLoader(_SafeLoader):  # type: ignore[misc, valid-type]
     """
 
 
-def _construct_bytesio(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
+def _construct_bytesio(loader: yaml.SafeLoader, node: yaml.MappingNode) -> bytes:
     mapping = loader.construct_mapping(node, deep=True)
     state = mapping.get("state") or (b"",)
     data = state[0] if state else b""
@@ -221,12 +221,11 @@ def _check_yaml_bounds(text: str, name: str) -> None:
     Sizes are kept only for anchored collections, so a file without anchors costs a depth count.
     """
     depth = 0
-    anchored: list[list] = []  # [anchor, depth, nodes, chars] of the collections being read that carry an anchor
-    sizes: dict[str, tuple[int, int]] = {}
+    anchored: list[list[Any]] = []  # [anchor, depth, nodes, chars] of the collections being read that carry an anchor
+    sizes: dict[str | None, tuple[int, int]] = {}  # looked up by an alias's anchor, which the stubs allow to be None
     added_nodes = added_chars = 0
     for event in yaml.parse(text, Loader=_VcrLoader):
-        kind = type(event)
-        if kind is ScalarEvent:
+        if isinstance(event, ScalarEvent):
             if anchored or event.anchor:
                 chars = len(event.value)
                 if event.anchor:
@@ -234,7 +233,7 @@ def _check_yaml_bounds(text: str, name: str) -> None:
                 if anchored:
                     anchored[-1][2] += 1
                     anchored[-1][3] += chars
-        elif kind in _STARTS:
+        elif isinstance(event, _STARTS):
             depth += 1
             if depth > MAX_DEPTH:
                 raise UnreadableRecording(f"{name}: nests deeper than {MAX_DEPTH} levels, the limit")
@@ -242,7 +241,7 @@ def _check_yaml_bounds(text: str, name: str) -> None:
                 anchored.append([event.anchor, depth, 1, 0])
             elif anchored:
                 anchored[-1][2] += 1
-        elif kind in _ENDS:
+        elif isinstance(event, _ENDS):
             if anchored and anchored[-1][1] == depth:
                 anchor, _, nodes, chars = anchored.pop()
                 sizes[anchor] = (nodes, chars)
@@ -250,7 +249,7 @@ def _check_yaml_bounds(text: str, name: str) -> None:
                     anchored[-1][2] += nodes
                     anchored[-1][3] += chars
             depth -= 1
-        elif kind is AliasEvent:
+        elif isinstance(event, AliasEvent):
             nodes, chars = sizes.get(event.anchor, (1, 0))
             added_nodes += nodes
             added_chars += chars
@@ -299,7 +298,7 @@ def read_recording(raw: bytes, name: str, kind: str = "auto") -> tuple[str, list
     return found, readers[found](data, name)
 
 
-def read_vcr(data: dict, name: str) -> list[Recorded | Unusable]:
+def read_vcr(data: dict[str, Any], name: str) -> list[Recorded | Unusable]:
     """VCR.py / pytest-recording: `interactions: [{request: {method, uri, headers, body}, response: {...}}]`."""
     interactions = data.get("interactions")
     if not isinstance(interactions, list):
@@ -307,7 +306,7 @@ def read_vcr(data: dict, name: str) -> list[Recorded | Unusable]:
     return [_entry(_vcr_interaction, f"{name}#{n}", item) for n, item in enumerate(interactions, 1)]
 
 
-def read_langchain(data: dict, name: str) -> list[Recorded | Unusable]:
+def read_langchain(data: dict[str, Any], name: str) -> list[Recorded | Unusable]:
     """langchain_tests' `CustomSerializer`: VCR's `requests` and `responses` lists side by side, paired by index."""
     requests, responses = data.get("requests"), data.get("responses")
     if not isinstance(requests, list) or not isinstance(responses, list):
@@ -330,7 +329,7 @@ def _entry(read: Callable[[Any, str], Recorded | Unusable], source: str, item: A
         return Unusable(source, f"not a {kind} ({type(e).__name__}: {e})", invalid=True)
 
 
-def _vcr_interaction(interaction: dict, source: str) -> Recorded:
+def _vcr_interaction(interaction: dict[str, Any], source: str) -> Recorded:
     request, response = interaction["request"], interaction["response"]
     if "status_code" in response:
         # vcrpy before 6 recorded httpx responses in a shape of their own.
@@ -408,7 +407,7 @@ def _iso(when: datetime) -> str:
     return when.astimezone(UTC).isoformat(timespec="seconds")
 
 
-def read_har(data: dict, name: str) -> list[Recorded | Unusable]:
+def read_har(data: dict[str, Any], name: str) -> list[Recorded | Unusable]:
     """HAR 1.2 (Polly.js, browser devtools, mitmproxy's `hardump`): `log.entries[]`."""
     entries = data["log"].get("entries")
     if not isinstance(entries, list):
@@ -416,7 +415,7 @@ def read_har(data: dict, name: str) -> list[Recorded | Unusable]:
     return [_entry(_har_entry, f"{name}#{n}", entry) for n, entry in enumerate(entries, 1)]
 
 
-def _har_entry(entry: dict, source: str) -> Recorded | Unusable:
+def _har_entry(entry: dict[str, Any], source: str) -> Recorded | Unusable:
     request, response = entry["request"], entry["response"]
     status = _status(response.get("status") or 0)
     if status == 0:

@@ -290,7 +290,7 @@ def _pairs_named(fields: frozenset[str]) -> re.Pattern[str]:
     return re.compile(rf'"({names})"\s*:\s*"((?:[^"\\]|\\.)*)"', re.IGNORECASE)
 
 
-def redact(cassette: dict, rules: Iterable[Rule]) -> dict:
+def redact(cassette: dict[str, Any], rules: Iterable[Rule]) -> dict[str, Any]:
     """A copy of the cassette with every rule applied to the url, headers and body it stores."""
     rules = tuple(rules)
     out = dict(cassette)
@@ -331,7 +331,7 @@ def _holds_hint(text: str, hints: tuple[str, ...]) -> bool:
     return any(map(text.lower().__contains__, hints))
 
 
-def as_stored(cassette: dict, rules: Iterable[Rule]) -> dict:
+def as_stored(cassette: dict[str, Any], rules: Iterable[Rule]) -> dict[str, Any]:
     """The cassette as it is written: `redact`ed, and marked `request_redacted` in `keyed_with` when a rule changed
     its request, whose stored form then no longer gives its key (`cassette rekey` must not trust it)."""
     stored = redact(cassette, rules)

@@ -96,7 +96,7 @@ def provider_of(header_names: Iterable[str], folders: Sequence[str], model: str)
     raise ValueError(f"neither its headers, its folders nor its body{shown} name a provider")
 
 
-def endpoint_of(style: str, body: Mapping) -> str:
+def endpoint_of(style: str, body: Mapping[str, Any]) -> str:
     """The endpoint path (under the base URL) a POST body of this shape is sent to; ValueError else."""
     model = str(body.get("model") or "").lower()
     if style == "anthropic" and "messages" in body:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, parse, read_limited
 
@@ -12,7 +12,7 @@ from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, parse, 
 class Replay(NamedTuple):
     """A cassette ready to answer with: parsed, its body encoded, its headers as wire fields."""
 
-    cassette: dict
+    cassette: dict[str, Any]
     """{"response": the cassette's response without its body (kept for a stream: timed replay plays its events)}.
     No more is kept: a run holds hundreds of these, and every parsed object kept is work for the GC."""
     body: bytes
@@ -20,7 +20,7 @@ class Replay(NamedTuple):
     """The stored response headers plus `content-length`, as (name, value) bytes in mitmproxy's `Headers` form."""
 
 
-def replay_of(path: Path | str, cassette: dict) -> Replay:
+def replay_of(path: Path | str, cassette: dict[str, Any]) -> Replay:
     if "session" in cassette:  # its 101 alone would be a hit that serves nothing
         raise CassetteError(
             path,

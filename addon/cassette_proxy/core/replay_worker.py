@@ -23,9 +23,10 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
-from .key import exact_facts, request_key
+from .key import ExactFacts, exact_facts, request_key
 from .recipe import Recipe, facts_of, make_recipe
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
 
@@ -37,7 +38,7 @@ PRELOAD_BYTES = 64 * 1024 * 1024
 """The bodies a preload sends at most: the replay cache holds 256 MB in all, and a run's later reads need room."""
 
 
-def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> tuple[dict, bytes]:
+def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> tuple[dict[str, Any], bytes]:
     """The head line's object and the body, for the cassette at `path`."""
     try:
         replay = replay_of(path, load(path, root, max_size))
@@ -50,12 +51,12 @@ def reply(path: Path, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE
     return {"response": head_of(replay), "body_length": len(replay.body)}, replay.body
 
 
-def head_of(replay: Replay) -> dict:
+def head_of(replay: Replay) -> dict[str, Any]:
     """The response without its body (the events of a stream too): the body travels as bytes."""
     return {name: value for name, value in replay.cassette["response"].items() if name != "body"}
 
 
-def sdk_request(cassette: dict, recipe: Recipe) -> list | None:
+def sdk_request(cassette: dict[str, Any], recipe: Recipe) -> list[Any] | None:
     """The exact facts (`key.exact_facts`, as JSON) of the request an httpx-based SDK sends for this cassette
     (openai, anthropic and most Python clients; Node's JSON.stringify writes the same bytes): the stored JSON
     body in compact form, `content-type: application/json`, the stored key headers. Only when those facts key,
@@ -79,14 +80,14 @@ def sdk_request(cassette: dict, recipe: Recipe) -> list | None:
     return exact
 
 
-def exact_of(sent: list) -> tuple:
+def exact_of(sent: list[Any]) -> ExactFacts:
     """`key.exact_facts` again from a worker's `sdk_request` (JSON made its tuples lists, its body text)."""
     method, scheme, host, port, path, query, headers, body, content_type = sent
     query, headers = tuple(map(tuple, query)), tuple(map(tuple, headers))
     return method, scheme, host, port, path, query, headers, body.encode("utf-8"), content_type
 
 
-def replay_from(path: Path, head: dict, body: bytes) -> Replay:
+def replay_from(path: Path, head: dict[str, Any], body: bytes) -> Replay:
     """The `Replay` a worker's output stands for; raises what `ReplayCache.load` would have raised."""
     error = head.get("error")
     if error == "missing":
@@ -100,7 +101,13 @@ def replay_from(path: Path, head: dict, body: bytes) -> Replay:
 
 
 def preload(
-    root: str, max_size: int, limit: int, below: int, out, budget: int = PRELOAD_BYTES, recipe: Recipe | None = None
+    root: str,
+    max_size: int,
+    limit: int,
+    below: int,
+    out: BinaryIO,
+    budget: int = PRELOAD_BYTES,
+    recipe: Recipe | None = None,
 ) -> int:
     """Write the records of up to `limit` usable cassettes under `root` smaller than `below` bytes, until their
     bodies reach `budget` bytes; how many. With the run's `recipe`, each record also carries `sdk_request` (see

@@ -24,6 +24,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from . import redact
 from .atomic_write import write_atomic
@@ -49,12 +50,12 @@ class WorkerError(Exception):
     """The worker could not do its job (it crashed, or its answer was not JSON); the message says what it printed."""
 
 
-def facts_fields(facts: RequestFacts) -> dict:
+def facts_fields(facts: RequestFacts) -> dict[str, Any]:
     """The facts but the body, as JSON: what a job sends of its request (the body goes through the file)."""
     return {name: value for name, value in facts._asdict().items() if name != "body"}
 
 
-def run(job: dict, body: bytes, extra: bytes = b"") -> dict:
+def run(job: dict[str, Any], body: bytes, extra: bytes = b"") -> dict[str, Any]:
     """Do `job` on `body` (and `extra`, the response body a record job stores) in a worker process; blocking, so
     call it from a thread. Raises WorkerError when the worker fails."""
     if WORKER_PYTHON is None:
@@ -71,7 +72,7 @@ def run(job: dict, body: bytes, extra: bytes = b"") -> dict:
             check=False,
         )
     try:
-        answer = json.loads(done.stdout)
+        answer: dict[str, Any] = json.loads(done.stdout)
     except ValueError:
         problem = done.stderr.decode(errors="replace").strip()[-500:]
         raise WorkerError(f"the request worker failed (exit code {done.returncode}): {problem}") from None
@@ -87,12 +88,18 @@ async def key_in_worker(facts: RequestFacts, keys: KeyCache) -> str:
         "ignore": [list(path) for path in keys.ignore],
         "values": [pattern.source for pattern in keys.values],
     }
-    return (await asyncio.to_thread(run, job, facts.body))["key"]
+    key: str = (await asyncio.to_thread(run, job, facts.body))["key"]
+    return key
 
 
 async def closest_in_worker(
-    facts: RequestFacts, key_headers: Sequence[str], redact_specs: Sequence[str], recipe: dict, folder: Path, root: Path
-) -> list[dict]:
+    facts: RequestFacts,
+    key_headers: Sequence[str],
+    redact_specs: Sequence[str],
+    recipe: dict[str, Any],
+    folder: Path,
+    root: Path,
+) -> list[dict[str, Any]]:
     """`miss.closest` for this request's stored, redacted form (as `answers.miss` builds it), by a worker;
     `recipe`: the run's key options, as `make_recipe` takes them."""
     job = {
@@ -104,10 +111,11 @@ async def closest_in_worker(
         "folder": str(folder),
         "root": str(root),
     }
-    return (await asyncio.to_thread(run, job, facts.body))["nearest"]
+    nearest: list[dict[str, Any]] = (await asyncio.to_thread(run, job, facts.body))["nearest"]
+    return nearest
 
 
-def write_in_worker(cassette: dict, facts: RequestFacts, redact_specs: Sequence[str], path: Path) -> None:
+def write_in_worker(cassette: dict[str, Any], facts: RequestFacts, redact_specs: Sequence[str], path: Path) -> None:
     """Store `cassette` (whose request lacks its body: `stored_request` of the facts without it) with the request
     built from `facts`, redacted and written as `Recorder` writes any cassette; OSError when the write failed.
     Blocking: the recorder's writer thread calls it."""
@@ -135,7 +143,7 @@ def write_in_worker(cassette: dict, facts: RequestFacts, redact_specs: Sequence[
         raise OSError(answer.get("write_error") or f"the request worker answered {answer!r}")
 
 
-def perform(job: dict, data: bytes) -> dict:
+def perform(job: dict[str, Any], data: bytes) -> dict[str, Any]:
     """The job's answer; `data`: the request body, then (a record job) the response body."""
     length = job.get("body_length", len(data))
     fields = job["facts"]
@@ -153,7 +161,9 @@ def perform(job: dict, data: bytes) -> dict:
     return _record(job, request, rules, data[length:])
 
 
-def _record(job: dict, request: dict, rules: tuple[redact.Rule, ...], response_body: bytes) -> dict:
+def _record(
+    job: dict[str, Any], request: dict[str, Any], rules: tuple[redact.Rule, ...], response_body: bytes
+) -> dict[str, Any]:
     response = dict(job["response"])
     if job.get("response_body_in_file"):
         response["body"] = response_body.decode("utf-8", "surrogatepass")

@@ -25,13 +25,13 @@ from .summary import ResponseSummary
 _SIDECAR_SIZE = re.compile(r"^\[sidecar: (\d+) bytes\]$")
 
 
-def _frames(cassette: dict) -> list[dict]:
+def _frames(cassette: dict[str, Any]) -> list[dict[str, Any]]:
     session = cassette.get("session")
     frames = session.get("frames") if isinstance(session, dict) else None
     return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
 
 
-def _message(frame: dict) -> Any:
+def _message(frame: dict[str, Any]) -> Any:
     if "json" in frame:
         return frame["json"]
     if "text" in frame:
@@ -73,7 +73,7 @@ class _Reader:
         self.turns: list[Turn] = []
         self.model = ""
         self.tools: list[str] = []
-        self.usage: dict = {}
+        self.usage: dict[str, Any] = {}
         self.finish = ""
         self.audio_out = 0
 
@@ -94,7 +94,7 @@ class _Reader:
 
     # -- OpenAI Realtime -------------------------------------------------------------------------------------
 
-    def openai_client(self, event: dict) -> str:
+    def openai_client(self, event: dict[str, Any]) -> str:
         kind = str(event.get("type", ""))
         if kind == "session.update" and isinstance(event.get("session"), dict):
             session = event["session"]
@@ -108,7 +108,7 @@ class _Reader:
             self.add("user", _audio(_data_size(event.get("audio"))))
         return ""
 
-    def _openai_item(self, item: dict) -> None:
+    def _openai_item(self, item: dict[str, Any]) -> None:
         if item.get("type") == "function_call_output":
             self.add("tool", Part("tool_result", str(item.get("output", "")), str(item.get("call_id", ""))))
             return
@@ -123,9 +123,9 @@ class _Reader:
             else:
                 self.add(role, Part("json", json.dumps(part, ensure_ascii=False)))
 
-    def openai_server(self, event: dict) -> str:
+    def openai_server(self, event: dict[str, Any]) -> str:
         kind = str(event.get("type", ""))
-        delta = event.get("delta") if isinstance(event.get("delta"), str) else ""
+        delta = sent if isinstance(sent := event.get("delta"), str) else ""
         if kind in ("response.output_text.delta", "response.text.delta"):
             self.add("assistant", Part("text", delta))
             return delta
@@ -153,7 +153,7 @@ class _Reader:
 
     # -- Gemini Live -----------------------------------------------------------------------------------------
 
-    def gemini_client(self, message: dict) -> str:
+    def gemini_client(self, message: dict[str, Any]) -> str:
         message = _camel(message)
         if isinstance(message.get("setup"), dict):
             setup = message["setup"]
@@ -199,7 +199,7 @@ class _Reader:
                     self.add(role, _audio(size))
         return added
 
-    def gemini_server(self, message: dict) -> str:
+    def gemini_server(self, message: dict[str, Any]) -> str:
         message = _camel(message)
         content = message.get("serverContent")
         added = ""
@@ -226,7 +226,7 @@ class _Reader:
         return added
 
 
-def session_shape(cassette: dict) -> str:
+def session_shape(cassette: dict[str, Any]) -> str:
     url = str((cassette.get("request") or {}).get("url", ""))
     first = next((_message(f) for f in _frames(cassette) if f.get("from") == "client"), None)
     if "BidiGenerateContent" in url or (isinstance(first, dict) and "setup" in first):
@@ -234,7 +234,7 @@ def session_shape(cassette: dict) -> str:
     return OPENAI
 
 
-def _frame_name(shape: str, frame: dict) -> str:
+def _frame_name(shape: str, frame: dict[str, Any]) -> str:
     arrow = "→" if frame.get("from") == "client" else "←"
     message = _message(frame)
     if isinstance(message, dict):
@@ -251,7 +251,7 @@ def _frame_name(shape: str, frame: dict) -> str:
     return f"{arrow} {frame.get('frame', 'binary')} data"
 
 
-def session_conversation(cassette: dict) -> Conversation:
+def session_conversation(cassette: dict[str, Any]) -> Conversation:
     """The conversation a session cassette holds, its timeline every frame in order."""
     shape = session_shape(cassette)
     reader = _Reader()
@@ -271,7 +271,7 @@ def session_conversation(cassette: dict) -> Conversation:
         ms = frame.get("ms") if isinstance(frame.get("ms"), int) else None
         timeline.append(TimelineEvent(ms, _frame_name(shape, frame), added))
     reader.flush_audio()
-    request = cassette.get("request") if isinstance(cassette.get("request"), dict) else {}
+    request = stored if isinstance(stored := cassette.get("request"), dict) else {}
     url = str(request.get("url", ""))
     model = reader.model or (parse_qs(urlsplit(url).query).get("model") or [""])[0]
     turns = reader.turns
@@ -298,12 +298,12 @@ def assistant_text(conversation: Conversation) -> str:
     return "\n".join(text for text in said if text)
 
 
-def session_summary(cassette: dict) -> ResponseSummary:
+def session_summary(cassette: dict[str, Any]) -> ResponseSummary:
     conversation = session_conversation(cassette)
     return ResponseSummary(101, conversation.model, conversation.answer.finish_reason, assistant_text(conversation))
 
 
-def session_close(cassette: dict) -> str:
+def session_close(cassette: dict[str, Any]) -> str:
     close = (cassette.get("session") or {}).get("close")
     if not isinstance(close, dict):
         return "not recorded"
@@ -311,7 +311,7 @@ def session_close(cassette: dict) -> str:
     return f"by the {close.get('by')}, code {close.get('code')}{reason}"
 
 
-def client_message_changes(old: dict, new: dict) -> list[str]:
+def client_message_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What the client sent differently in a re-recorded session, message by message (recorded → now), less
     the fields the new recording's matching ignores (`session.ignore`: client-made event ids)."""
     try:
@@ -331,7 +331,7 @@ def client_message_changes(old: dict, new: dict) -> list[str]:
     return out
 
 
-def session_lines(cassette: dict) -> list[str]:
+def session_lines(cassette: dict[str, Any]) -> list[str]:
     """What `cassette show` prints of a session after the request line: the turns, then how it went."""
     conversation = session_conversation(cassette)
     frames = _frames(cassette)

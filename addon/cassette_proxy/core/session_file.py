@@ -92,7 +92,7 @@ class Session:
     """The matching settings those digests were made under (`MatchSettings.fingerprint`)."""
 
 
-def is_session(cassette: dict) -> bool:
+def is_session(cassette: dict[str, Any]) -> bool:
     return "session" in cassette
 
 
@@ -113,7 +113,7 @@ def json_payload(payload: bytes) -> tuple[bool, Any]:
     return (True, value) if again == value else (False, None)
 
 
-def _unique_names(pairs: list[tuple[str, Any]]) -> dict:
+def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
         raise ValueError("an object repeats a name")
@@ -150,7 +150,7 @@ def placeholder(length: int) -> str:
     return f"[sidecar: {length} bytes]"
 
 
-def stored_frames(frames: Sequence[Frame], sidecar_min: int = SIDECAR_MIN) -> tuple[list[dict], bytes]:
+def stored_frames(frames: Sequence[Frame], sidecar_min: int = SIDECAR_MIN) -> tuple[list[dict[str, Any]], bytes]:
     """The `frames` list of a session and the sidecar's bytes (empty: no sidecar needed)."""
     sidecar = bytearray()
     stored = []
@@ -162,7 +162,7 @@ def stored_frames(frames: Sequence[Frame], sidecar_min: int = SIDECAR_MIN) -> tu
         }
         is_json, value = json_payload(frame.payload)
         if is_json:
-            moved = []
+            moved: list[dict[str, Any]] = []
             for path, data in _long_base64(value, sidecar_min) if len(frame.payload) >= sidecar_min else ():
                 moved.append({"path": list(path), "offset": len(sidecar), "length": len(data)})
                 sidecar += data
@@ -189,13 +189,13 @@ def sidecar_name(cassette_name: str, sidecar: bytes) -> str:
 
 
 def session_object(
-    frames: list[dict],
+    frames: list[dict[str, Any]],
     close: Close | None,
     ignore: Sequence[str],
     sidecar: bytes = b"",
     sidecar_file: str = "",
     digest_settings: str | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The `session` field of a session cassette."""
     session: dict[str, Any] = {"ignore": list(ignore), "frames": frames}
     if digest_settings is not None:
@@ -214,7 +214,7 @@ def session_object(
 # -- reading -----------------------------------------------------------------------------------------------------
 
 
-def check_session(path: Path | str, cassette: dict) -> None:
+def check_session(path: Path | str, cassette: dict[str, Any]) -> None:
     """Validate a session cassette's structure (no I/O); CassetteError naming the problem."""
     if cassette.get("cassette_format") != SESSION_FORMAT:
         raise CassetteError(
@@ -270,7 +270,7 @@ def _check_frame(path: Path | str, where: str, frame: Any, sidecar_bytes: int | 
         raise CassetteError(path, f"{where}.from must be client or server, not {frame.get('from')!r}")
     if frame.get("frame") not in FRAME_TYPES:
         raise CassetteError(path, f"{where}.frame must be text or binary, not {frame.get('frame')!r}")
-    ms = frame.get("ms")
+    ms: Any = frame.get("ms")  # a count once _is_count says so
     if not _is_count(ms) or ms > MAX_MS:
         raise CassetteError(path, f"{where}.ms must be a whole number of milliseconds from 0 to {MAX_MS}, not {ms!r}")
     payloads = [name for name in PAYLOAD_FIELDS if name in frame]
@@ -353,13 +353,15 @@ def _check_close(path: Path | str, close: Any) -> None:
         raise CassetteError(path, f"session.close.reason must be a string of at most {MAX_REASON_BYTES} bytes")
 
 
-def sidecar_of(path: Path, cassette: dict) -> Path | None:
+def sidecar_of(path: Path, cassette: dict[str, Any]) -> Path | None:
     """The sidecar file a session cassette names (beside it), or None."""
     described = cassette.get("session", {}).get("sidecar")
     return Path(path).parent / described["file"] if described else None
 
 
-def read_session(path: Path, cassette: dict, root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE) -> Session:
+def read_session(
+    path: Path, cassette: dict[str, Any], root: Path | None = None, max_size: int = DEFAULT_MAX_SIZE
+) -> Session:
     """The session of a validated session cassette, its sidecar read and checked (inside `root`, at most
     `max_size` bytes, the size and SHA-256 the cassette names)."""
     session = cassette["session"]
@@ -393,7 +395,7 @@ def read_session(path: Path, cassette: dict, root: Path | None = None, max_size:
     )
 
 
-def restored_payload(entry: dict, sidecar: bytes) -> bytes:
+def restored_payload(entry: dict[str, Any], sidecar: bytes) -> bytes:
     """A stored frame's bytes, base64 strings put back from the sidecar."""
     if "json" in entry:
         value = entry["json"]
@@ -405,7 +407,8 @@ def restored_payload(entry: dict, sidecar: bytes) -> bytes:
                 _set(value, span["path"], base64.b64encode(data).decode("ascii"))
         return _compact(value).encode("utf-8")
     if "text" in entry:
-        return entry["text"].encode("utf-8")
+        text: str = entry["text"]
+        return text.encode("utf-8")
     if "base64" in entry:
         return base64.b64decode(entry["base64"])
     span = entry["sidecar"]
@@ -413,7 +416,10 @@ def restored_payload(entry: dict, sidecar: bytes) -> bytes:
 
 
 def redact_frames(
-    frames: list[dict], payloads: Sequence[bytes], redact: Callable[[Any, tuple], Any], digest: Callable[[bytes], str]
+    frames: list[dict[str, Any]],
+    payloads: Sequence[bytes],
+    redact: Callable[[Any, tuple[Any, ...]], Any],
+    digest: Callable[[bytes], str],
 ) -> bool:
     """Apply `redact(value, path)` to each stored frame's JSON or text, in place; a client frame it changed gets
     `match_digest`, the `digest` of its real bytes, since its stored copy can no longer be compared. True when

@@ -173,7 +173,7 @@ def shape_of(url: str, frames: Sequence[Frame]) -> str:
     return OPENAI
 
 
-def miss_event(shape: str, message: str, details: dict, client_event_id: Any = None) -> dict:
+def miss_event(shape: str, message: str, details: dict[str, Any], client_event_id: Any = None) -> dict[str, Any]:
     """The error message a client gets before the close: in its API's own shape.
 
     OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown). Gemini Live:

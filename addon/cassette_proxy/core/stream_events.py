@@ -130,18 +130,6 @@ def payload(event: str) -> Any:
         return NOT_JSON
 
 
-def stored_events(response: dict) -> list[str] | None:
-    """The event texts of a stored response: its `events`, or a stream stored whole as text; None if not a stream."""
-    body = response.get("body")
-    if response.get("body_format") == "events" and isinstance(body, list):
-        return [e["text"] for e in body if isinstance(e, dict) and isinstance(e.get("text"), str)]
-    if response.get("body_format") == "text" and isinstance(body, str):
-        kind = stream_kind(str((response.get("headers") or {}).get("content-type", "")))
-        if kind or payload_lines(body) is not None:
-            return split_text(body, kind)
-    return None
-
-
 def payloads(events: list[str]) -> list[Any]:
     """The JSON payloads of a stream's events, in order (events without JSON left out)."""
     return [p for p in map(payload, events) if p is not NOT_JSON]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .conversation import REFUSAL, THINKING, Answer, Conversation, Part, answer_of, conversation_from
 
@@ -73,7 +74,7 @@ def turn_lines(conversation: Conversation) -> list[tuple[str, str]]:
     return [(turn.role, " ".join(filter(None, map(part_text, turn.parts)))) for turn in conversation.turns]
 
 
-def summarize_request(request: dict) -> RequestSummary:
+def summarize_request(request: dict[str, Any]) -> RequestSummary:
     conversation = conversation_from(request)
     return RequestSummary(
         method=conversation.method,
@@ -83,7 +84,7 @@ def summarize_request(request: dict) -> RequestSummary:
     )
 
 
-def summarize_response(response: dict) -> ResponseSummary:
+def summarize_response(response: dict[str, Any]) -> ResponseSummary:
     answer = answer_of(response)
     return ResponseSummary(
         status=answer.status, model=answer.model, finish_reason=answer.finish_reason, content=answer_content(answer)

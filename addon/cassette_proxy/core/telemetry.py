@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 ACCEPTED = "accepted"
 """A JSON `{}` with 200: all openai-agents' exporter and LangSmith's client read is a 2xx status."""
@@ -116,7 +117,7 @@ def answer(sink: Sink, content_type: str) -> tuple[int, dict[str, str], bytes]:
     """Status, headers and body of the success `sink`'s client expects, for an export sent as `content_type`."""
     if sink.answer == OTLP and "protobuf" in content_type.lower():
         return 200, {**HEADERS, "content-type": "application/x-protobuf"}, b""  # an empty Export*ServiceResponse
-    body: dict = {}
+    body: dict[str, Any] = {}
     status = 200
     if sink.answer == LANGFUSE_INGESTION:
         status, body = 207, {"successes": [], "errors": []}

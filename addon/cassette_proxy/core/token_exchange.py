@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 DEFAULT_TOKEN_ENDPOINTS = (
@@ -83,7 +84,9 @@ def parse_endpoints(extra: Sequence[str]) -> TokenEndpoints:
     )
 
 
-def placeholder(host: str, path: str, body: bytes, content_type: str, now: float | None = None) -> tuple[dict, bytes]:
+def placeholder(
+    host: str, path: str, body: bytes, content_type: str, now: float | None = None
+) -> tuple[dict[str, str], bytes]:
     """The headers and JSON body of a placeholder token response for this token request.
 
     The token is deterministic (a hash of the endpoint, the client's id and the scope asked for, never
@@ -103,7 +106,9 @@ def placeholder(host: str, path: str, body: bytes, content_type: str, now: float
     return dict(HEADERS), json.dumps(answer).encode()
 
 
-def _google(form: dict, claims: dict, token: str, client: str, scope: str, now: float) -> dict:
+def _google(
+    form: dict[str, str], claims: dict[str, Any], token: str, client: str, scope: str, now: float
+) -> dict[str, Any]:
     """What google-auth reads: `access_token` and `expires_in`; `id_token` (a JWT it decodes for `exp`) only when asked.
 
     A service account asks for an ID token with a `target_audience` claim in its assertion, and then gets
@@ -120,7 +125,7 @@ def _google(form: dict, claims: dict, token: str, client: str, scope: str, now: 
     return answer
 
 
-def _microsoft(form: dict, path: str, token: str, client: str, scope: str, now: float) -> dict:
+def _microsoft(form: dict[str, str], path: str, token: str, client: str, scope: str, now: float) -> dict[str, Any]:
     """What MSAL reads: `token_type`, `expires_in`, `ext_expires_in`, `access_token`; for user flows asking
     `openid`, also an `id_token` and `client_info` (MSAL builds its account cache entry from both)."""
     answer = {
@@ -164,7 +169,7 @@ def _form(body: bytes, content_type: str) -> dict[str, str]:
     return {name: values[0] for name, values in parse_qs(text).items()}
 
 
-def _assertion_claims(assertion: str) -> dict:
+def _assertion_claims(assertion: str) -> dict[str, Any]:
     """The claims of a JWT-bearer assertion, unverified: only its non-secret `iss`, `scope`, `target_audience`."""
     parts = assertion.split(".")
     if len(parts) != 3:
@@ -176,7 +181,7 @@ def _assertion_claims(assertion: str) -> dict:
     return claims if isinstance(claims, dict) else {}
 
 
-def _unsigned_jwt(claims: dict, now: float) -> str:
+def _unsigned_jwt(claims: dict[str, Any], now: float) -> str:
     """A JWT with an `alg: none` header and a placeholder signature: libraries decode it without verifying."""
     header = {"alg": "none", "typ": "JWT", "kid": "cassette-placeholder"}
     payload = {**claims, "iat": int(now), "exp": int(now) + LIFETIME + 1}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 PRESETS = {
@@ -32,7 +33,7 @@ _LITERAL = re.compile(r"[A-Za-z0-9_\-:/]")
 class ValuePattern:
     source: str
     """As given: a preset name or a regular expression."""
-    regex: re.Pattern
+    regex: re.Pattern[str]
     label: str
     """The placeholder's readable start: the literal prefix of the expression (`pyd_ai_`)."""
     fields: frozenset[str] | None = None
@@ -103,7 +104,7 @@ def with_placeholders(value: Any, patterns: Sequence[ValuePattern], raw: bytes |
         return value
     seen: dict[str, str] = {}
 
-    def replace(match: re.Match, label: str) -> str:
+    def replace(match: re.Match[str], label: str) -> str:
         text = match.group(0)
         if text not in seen:
             seen[text] = f"{label}…#{len(seen) + 1}"
@@ -113,7 +114,7 @@ def with_placeholders(value: Any, patterns: Sequence[ValuePattern], raw: bytes |
         if isinstance(item, str):
             for pattern in patterns:
                 if (pattern.fields is None or field in pattern.fields) and pattern.needle in item:
-                    item = pattern.regex.sub(lambda m, label=pattern.label: replace(m, label), item)
+                    item = pattern.regex.sub(partial(replace, label=pattern.label), item)
             return item
         if isinstance(item, dict):
             return {name: walk(item[name], name) for name in sorted(item)}
