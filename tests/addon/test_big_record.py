@@ -41,7 +41,7 @@ def record(tmp_path: Path, body: bytes, rules: tuple[redact.Rule, ...]) -> dict:
     target = RecordTarget(key="0" * 32, path=path, relative="a.json", request=request, existed=False)
 
     async def save() -> str | None:
-        return await recorder.save_whole(flow, target)
+        return await recorder.save_whole(flow.response, target)
 
     assert asyncio.run(save()) is None
     assert SECRET not in path.read_text()

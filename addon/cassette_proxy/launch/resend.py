@@ -58,6 +58,8 @@ def send(proxy_url: str, ca_bundle: Path, facts: RequestFacts, headers: Mapping[
     the proxy's CA (in `ca_bundle`) signs, plain HTTP in absolute form. Raises OSError (and http.client's
     errors, which are OSErrors or HTTPException) when the exchange fails."""
     proxy = urlsplit(proxy_url)
+    if proxy.hostname is None:
+        raise OSError(f"the proxy URL {proxy_url!r} names no host")
     port = facts.port or DEFAULT_PORTS[facts.scheme]
     connection: http.client.HTTPConnection
     if facts.scheme == "https":

@@ -299,7 +299,7 @@ class CassetteAddon:
             return
         target = state.target if state is not None else None
         if state is not None and target is not None:
-            flow.response.stream = state.recorder = self.recorder.stream(flow, target, kind)
+            flow.response.stream = state.recorder = self.recorder.stream(flow.response, target, kind)
         else:
             flow.response.stream = True
 
@@ -309,9 +309,10 @@ class CassetteAddon:
             if state is None or state.target is None or flow.response is None or state.recorder is not None:
                 return  # nothing to save here; a stream is saved by its recorder
             if flow.response.status_code == 101:  # a WebSocket session follows: recorded as one, never as a 101
-                self.sessions.upgraded(flow, state, self.control.rules)
+                target, state.target = state.target, None
+                self.sessions.upgraded(flow, flow.response, target, self.control.rules)
                 return
-            writing = self.recorder.save_whole(flow, state.target)
+            writing = self.recorder.save_whole(flow.response, state.target)
             if writing and (failure := await writing):
                 flow.response.headers["x-cassette-error"] = failure
         except Exception as e:

@@ -58,6 +58,10 @@ class RequestRules:
     """The upstream statuses saved as cassettes (`cassette_record_statuses`)."""
 
 
+UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", (), KeyCache((), ()), frozenset())
+"""The rules before configure() has run: replay, the mode that never reaches the network."""
+
+
 class ControlError(ValueError):
     """A control request this proxy cannot act on; the message says why (answered 400)."""
 
@@ -67,9 +71,9 @@ class CurrentTest:
 
     def __init__(self) -> None:
         self.token = ""
-        self.run_rules: RequestRules | None = None
+        self.run_rules = UNCONFIGURED
         """The run's options: what a request outside any test follows."""
-        self.rules: RequestRules | None = None
+        self.rules = UNCONFIGURED
         self.test_options: dict[str, Any] = {}
         self.on_start = lambda test, resume: None
         """Called when a test starts (the sequencer resets its counters unless the test resumes)."""
@@ -78,7 +82,7 @@ class CurrentTest:
         """The run's options changed: rebuild the current rules (a running test keeps its own on top)."""
         self.token = token
         self.run_rules = run_rules
-        test = self.rules.test if self.rules is not None else None
+        test = self.rules.test
         self.rules = self._rules_for(test, self.test_options)[0] if test is not None else run_rules
 
     def answer(self, flow: http.HTTPFlow) -> None:
@@ -114,7 +118,7 @@ class CurrentTest:
         if not isinstance(test, str) or not test.strip():
             raise ControlError(f'{path} needs {{"test": "<test id>"}}, got {body!r:.200}')
         if path == "/v1/test/end":
-            ended = self.rules.test if self.rules is not None else None
+            ended = self.rules.test
             if ended != test:
                 log.warning(f"cassette control: end of {test!r}, but the current test is {ended!r}")
             self.rules, self.test_options = self.run_rules, {}
@@ -132,7 +136,6 @@ class CurrentTest:
     def _rules_for(self, test: str, options: dict[str, Any]) -> tuple[RequestRules, dict, dict[str, str]]:
         """The run's rules with a test's options on top; raises ControlError for a value that is wrong."""
         run = self.run_rules
-        assert run is not None, "configure() runs before any request"
         changes: dict[str, Any] = {"test": test}
         applied: dict[str, Any] = {}
         ignored: dict[str, str] = {}

@@ -97,19 +97,21 @@ class Recorder:
         self.report.error(entry)
         log.warning(message)
 
-    def save_whole(self, flow: http.HTTPFlow, target: RecordTarget) -> asyncio.Future | None:
-        content = flow.response.get_content(strict=False) or b""
+    def save_whole(self, response: http.Response, target: RecordTarget) -> asyncio.Future[str | None] | None:
+        content = response.get_content(strict=False) or b""
         if len(content) > LARGE_JSON_BYTES and not redact.needs_structure(self.redact_rules):
             # Stored as its text, as received, built in the writer thread: parsing a 50 MB JSON answer here (and
             # encoding it again there) held the event loop for seconds (benchmarks/record_big.py). Redaction
             # applies to the text, credential fields included (redact._redacted_json_fields).
-            return self.save(flow, target, lambda: text_fields(content))
-        return self.save(flow, target, body_fields(content, flow.response.headers.get("content-type", "")))
+            return self.save(response, target, lambda: text_fields(content))
+        return self.save(response, target, body_fields(content, response.headers.get("content-type", "")))
 
-    def stream(self, flow: http.HTTPFlow, target: RecordTarget, kind: str) -> StreamRecorder:
+    def stream(self, response: http.Response, target: RecordTarget, kind: str) -> StreamRecorder:
         """The live recorder of a streamed answer to save: every chunk passes through, the timed events are kept."""
-        started = flow.response.timestamp_start or time.time()
-        return StreamRecorder(kind, started, on_complete=lambda rec, first: self.save_stream(flow, target, rec, first))
+        started = response.timestamp_start or time.time()
+        return StreamRecorder(
+            kind, started, on_complete=lambda rec, first: self.save_stream(response, target, rec, first)
+        )
 
     def cut_off(self, flow: http.HTTPFlow, target: RecordTarget) -> None:
         """A stream being recorded ended before it was complete: no cassette, and an error in the report."""
@@ -120,9 +122,9 @@ class Recorder:
         self.report.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, reason, cassette=target.relative))
         log.warning(reason)
 
-    def save_stream(self, flow: http.HTTPFlow, target: RecordTarget, recorder: StreamRecorder, first: bool) -> None:
+    def save_stream(self, response: http.Response, target: RecordTarget, recorder: StreamRecorder, first: bool) -> None:
         """Called by the stream recorder, inside mitmproxy's stream handling, once the stream is complete."""
-        content_encoding = flow.response.headers.get("content-encoding", "identity").lower()
+        content_encoding = response.headers.get("content-encoding", "identity").lower()
         body = None
         if content_encoding == "identity":
             with contextlib.suppress(UnicodeDecodeError):
@@ -130,18 +132,19 @@ class Recorder:
         if body is None:
             # Compressed despite `accept-encoding: identity`, or not UTF-8: stored whole, without timing.
             try:
-                data = encoding.decode(recorder.body, content_encoding)
+                decoded = encoding.decode(recorder.body, content_encoding)
             except ValueError:
-                data = recorder.body
-            body = body_fields(data, flow.response.headers.get("content-type", ""))
-        self.save(flow, target, body, count=first)
+                decoded = recorder.body
+            data = decoded if isinstance(decoded, bytes) else recorder.body  # bytes in, bytes out
+            body = body_fields(data, response.headers.get("content-type", ""))
+        self.save(response, target, body, count=first)
 
     def save(
-        self, flow: http.HTTPFlow, target: RecordTarget, body: dict | Callable[[], dict], count: bool = True
-    ) -> asyncio.Future | None:
+        self, response: http.Response, target: RecordTarget, body: dict | Callable[[], dict], count: bool = True
+    ) -> asyncio.Future[str | None] | None:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did.
         `body`: the stored body's fields, or what makes them (in the thread)."""
-        status = flow.response.status_code
+        status = response.status_code
         if status not in (self.statuses if target.statuses is None else target.statuses):
             if count:
                 self.not_recorded(
@@ -153,7 +156,7 @@ class Recorder:
                     status,
                 )
             return None
-        head = {"status": status, "headers": stored_headers(list(flow.response.headers.items(multi=True)))}
+        head = {"status": status, "headers": stored_headers(list(response.headers.items(multi=True)))}
         recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
 
         def build() -> dict:

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
@@ -116,10 +117,11 @@ class Replayer:
             limit=1024 * 1024,
         )  # fmt: skip
         loaded = 0
+        stdout = _pipe(worker.stdout)
         try:
-            while line := await worker.stdout.readline():
+            while line := await stdout.readline():
                 head = json.loads(line)
-                body = await worker.stdout.readexactly(head["body_length"])
+                body = await stdout.readexactly(head["body_length"])
                 path = head["path"]
                 if not path.startswith(prefix):
                     raise ValueError(f"the preload worker named {path!r}, outside {root}")
@@ -162,6 +164,7 @@ class Replayer:
                 self.preloader.kill()
 
     async def _build_in_worker(self, path: str) -> Replay:
+        assert WORKER_PYTHON is not None, "load() builds here only with a Python to run the worker"
         async with self.workers:
             worker = await asyncio.create_subprocess_exec(
                 WORKER_PYTHON, "-I", "-c", WORKER_CODE, PACKAGE_PARENT, path, str(self.cache.root or ""),
@@ -169,14 +172,15 @@ class Replayer:
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 limit=1024 * 1024,
             )  # fmt: skip
+            stdout, stderr = _pipe(worker.stdout), _pipe(worker.stderr)
             try:
-                head = json.loads(await worker.stdout.readline() or b"null")
+                head = json.loads(await stdout.readline() or b"null")
                 if not isinstance(head, dict):
                     raise ValueError("no answer")
-                body = await worker.stdout.readexactly(head.get("body_length", 0))
+                body = await stdout.readexactly(head.get("body_length", 0))
             except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
                 await _end(worker)
-                problem = (await worker.stderr.read()).decode(errors="replace").strip()[-500:]
+                problem = (await stderr.read()).decode(errors="replace").strip()[-500:]
                 raise OSError(
                     f"{path}: the replay worker failed ({e}; exit code {worker.returncode}): {problem}"
                 ) from None
@@ -189,7 +193,7 @@ class Replayer:
     async def answer(self, flow: http.HTTPFlow, state: FlowState, replay: Replay) -> None:
         recorded = replay.cassette["response"]
         if recorded.get("body_format") == "events" and self.speed is not None:
-            await self._route_to_timed_replay(flow, state, recorded)
+            await self._route_to_timed_replay(flow, state, recorded, self.speed)
             return
         # The constructor, not `Response.make`: the headers come ready, content-length included,
         # which saves `make` converting them and looking them up again on every hit.
@@ -198,18 +202,25 @@ class Replayer:
         reason = status_codes.RESPONSES.get(status, "").encode()
         flow.response = http.Response(b"HTTP/1.1", status, reason, replay.header_fields, replay.body, None, now, now)
 
-    async def _route_to_timed_replay(self, flow: http.HTTPFlow, state: FlowState, recorded: dict) -> None:
+    async def _route_to_timed_replay(
+        self, flow: http.HTTPFlow, state: FlowState, recorded: dict[str, Any], speed: float
+    ) -> None:
         """Send the flow to the in-proxy server that plays the events at their offsets.
 
         A response made here would reach the client in one piece; only a
         response from a server can be streamed over time (see timed_replay.py).
         """
         await self.timed.start()
-        stream = TimedStream(recorded["status"], recorded.get("headers", {}), recorded["body"], self.speed)
+        stream = TimedStream(recorded["status"], recorded.get("headers", {}), recorded["body"], speed)
         request = flow.request
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.timed.port
         request.path = self.timed.register(stream)
         state.timed_replay = True
+
+
+def _pipe(stream: asyncio.StreamReader | None) -> asyncio.StreamReader:
+    assert stream is not None, "the worker is started with this stream as a pipe"
+    return stream
 
 
 def _has_entries(folder: Path) -> bool:

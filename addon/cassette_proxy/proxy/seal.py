@@ -143,13 +143,19 @@ class Seal:
         """Why this upstream connection must not be made, or None."""
         if self.mode != "replay":
             return None
+        if server.address is None:
+            return "cassette: replay mode: refused an upstream connection with no address"
         host, port = server.address[0], server.address[1]
         if (host, port) in self.exempt:
             return None
         proxy_mode = getattr(client, "proxy_mode", None)
-        if isinstance(proxy_mode, mode_specs.UpstreamMode) and (host, port) == tuple(proxy_mode.address):
+        if (
+            client is not None
+            and isinstance(proxy_mode, mode_specs.UpstreamMode)
+            and (host, port) == proxy_mode.address
+        ):
             return self._tunnel_refusal(client, host, port)
-        for name in {host, server.sni} - {None}:
+        for name in dict.fromkeys(name for name in (host, server.sni) if name):
             if refused := self._target_refusal(name, port):
                 return refused
         return None

@@ -181,8 +181,10 @@ class _Connection:
 
     def _close_if_finished(self, batch: _Batch) -> None:
         """The recording ended with the server's close after its last messages: so does the replay."""
-        close = self.play.close
-        if self.play.script.finished and close is not None and close.by == "server":
+        play = self.play
+        assert play is not None, "a batch is made once the handshake found the play"
+        close = play.close
+        if play.script.finished and close is not None and close.by == "server":
             batch.close = (close.code, close.reason)
 
     def _client_message(self, payload: bytes) -> None:
@@ -201,6 +203,7 @@ class _Connection:
     def _miss(self, miss: Miss, payload: bytes, now: float) -> None:
         self.missed = True
         play = self.play
+        assert play is not None, "a message is compared once the handshake found the play"
         message = miss.message(play.cassette)
         details = {"cassette": play.cassette, "message_number": miss.number, "differences": miss.differences}
         play.end("miss", {**details, "message": message})
@@ -217,7 +220,7 @@ class _Connection:
 
     async def _send_batches(self) -> None:
         loop = asyncio.get_running_loop()
-        speed = self.play.speed
+        speed = self.play.speed if self.play is not None else None
         try:
             while True:
                 batch = await self.queue.get()

@@ -181,6 +181,8 @@ class Sessions:
                 {"cassette": relative, "differences": [f"client message {number}: {d}" for d in details["differences"]]}
             ]
             self.report.used_by(rules.test, relative)
+            in_test = f" in test {rules.test}" if rules.test else ""
+            log.warning(f"cassette miss: WebSocket session {url} ({relative}){in_test}: {details['message']}")
             self.report.missed(
                 Miss(
                     key=target.key,
@@ -199,17 +201,12 @@ class Sessions:
             message = str(rest.pop("message", "the session could not be played"))
             rest.pop("cassette", None)
             self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette=relative, details=rest))
-        if outcome == "miss":
-            in_test = f" in test {rules.test}" if rules.test else ""
-            log.warning(f"cassette miss: WebSocket session {url} ({relative}){in_test}: {details['message']}")
-        elif outcome == "error":
-            log.error(f"cassette: WebSocket session {relative}: {(details or {}).get('message')}")
+            log.error(f"cassette: WebSocket session {relative}: {message}")
 
     # -- record ------------------------------------------------------------------------------------------------
 
-    def upgraded(self, flow: http.HTTPFlow, state: FlowState, rules: RequestRules) -> None:
-        """A forwarded upgrade answered 101: record the session that follows, never the 101 alone."""
-        target, state.target = state.target, None
+    def upgraded(self, flow: http.HTTPFlow, response: http.Response, target: RecordTarget, rules: RequestRules) -> None:
+        """A forwarded upgrade answered 101 (`response`): record the session that follows, never the 101 alone."""
         url = redact.loggable_url(target.request["url"])
         if flow.websocket is None:
             message = (
@@ -218,11 +215,11 @@ class Sessions:
             )
             self._not_saved(target, ErrorKind.NOT_A_WEBSOCKET, message)
             return
-        headers = stored_headers(list(flow.response.headers.items(multi=True)))
+        headers = stored_headers(list(response.headers.items(multi=True)))
         headers = {
             name: value for name, value in headers.items() if name not in HANDSHAKE_HEADERS - {"sec-websocket-protocol"}
         }
-        started = flow.response.timestamp_end or time.time()
+        started = response.timestamp_end or time.time()
         self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules))
 
     async def ended(self, flow: http.HTTPFlow) -> None:
@@ -232,6 +229,8 @@ class Sessions:
             return
         websocket = flow.websocket
         target = recording.target
+        if websocket is None:  # a 101 mitmproxy relayed as a session has its WebSocket data
+            return
         url = redact.loggable_url(target.request["url"])
         by = "client" if websocket.closed_by_client else "server"
         code = websocket.close_code

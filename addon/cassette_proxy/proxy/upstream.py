@@ -119,6 +119,7 @@ class UpstreamGuard:
         if flow.response or flow.error or not flow.live or handler is None:
             return
         problem = f"no response within cassette_upstream_timeout={timeout:g} s"
+        event: events.Event
         if flow.server_conn.tls or flow.server_conn.alpn == b"h2":
             # mitmproxy reads the upstream's bytes through TLS and HTTP/2 layers
             # an addon cannot feed: cut the upstream off; the client gets
@@ -144,8 +145,8 @@ class UpstreamGuard:
 
     def error(self, flow: http.HTTPFlow) -> None:
         state = state_of(flow)
-        forwarded = state is not None and state.target is not None  # and not answered by give_up()
-        if forwarded and state.recorder is None:  # a cut-off stream is the recorder's to count
+        # Forwarded and not answered by give_up(); a cut-off stream is the recorder's to count.
+        if state is not None and state.target is not None and state.recorder is None:
             url = loggable_url(flow.request.pretty_url.split("?", 1)[0])
             message = (
                 f"forwarded request failed: {flow.error.msg if flow.error else 'unknown error'}; nothing was saved"
