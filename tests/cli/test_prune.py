@@ -9,6 +9,7 @@ import openai
 import pytest
 from cassette_proxy.cli import main
 from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from harness import FAKE_OPENAI_KEY
 from samples import cassette_path, chat, write
 
@@ -65,14 +66,14 @@ def test_prune_refuses_when_a_run_had_a_miss(https_upstream, start_proxy, client
 
 def report(tmp_path, name: str, used: list[str], **fields) -> str:
     path = tmp_path / name
-    path.write_text(json.dumps({"mode": "replay", "misses": [], "errors": [], "cassettes_used": used, **fields}))
+    Report(cassettes_used=set(used), **fields).write(path)
     return str(path)
 
 
 @pytest.mark.parametrize(
     ("fields", "reason"),
     [
-        ({"errors": [{"type": "cassette_invalid"}]}, "0 miss(es) and 1 error(s)"),
+        ({"errors": [ErrorEntry(ErrorKind.INVALID, "unreadable")]}, "0 miss(es) and 1 error(s)"),
         ({"mode": "off"}, "an off-mode run reads no cassettes"),
     ],
 )

@@ -263,7 +263,7 @@ def test_a_bad_port_is_refused_before_serving(tmp_path):
 def test_report_view_sums_reports_and_lists_unused_cassettes(tmp_path):
     a, b = Report(hits=2, cassettes_used={"x.json"}), Report(hits=1, cassettes_used={"y.json"})
     a.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, "cut off", cassette="z.json"))
-    shown = view.report_view(tmp_path, [(Path("a"), a.to_json()), (Path("b"), b.to_json())], ["x.json", "y.json", "w.json"])  # fmt: skip
+    shown = view.report_view(tmp_path, [(Path("a"), a), (Path("b"), b)], ["x.json", "y.json", "w.json"])  # fmt: skip
     assert (shown["counts"]["hits"], shown["counts"]["errors"], shown["unused"]) == (3, 1, ["w.json"])
     assert shown["errors"][0]["type"] == "stream_incomplete"
 

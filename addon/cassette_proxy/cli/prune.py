@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import json
 from pathlib import Path
 
 from ..core.cassette_file import CassetteError, load
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
+from ..core.report import Report, ReportError
 from ..core.session_file import sidecar_of
 
 
@@ -39,28 +39,27 @@ def used_cassettes(
     by_test: dict[str, set[str]] = {}
     for path in report_paths:
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-            names = report["cassettes_used"]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise Refusal(f"{path}: not a run report ({e})") from None
-        misses, errors = len(report.get("misses") or []), len(report.get("errors") or [])
+            report = Report.read(path)
+        except ReportError as e:
+            raise Refusal(str(e)) from None
+        misses, errors = len(report.misses), len(report.errors)
         if misses or errors:
             raise Refusal(
                 f"{path}: the run had {misses} miss(es) and {errors} error(s), so it may not have reached every "
                 "cassette; fix the run and prune on a clean report"
             )
-        if report.get("mode") == "off":
+        if report.mode == "off":
             raise Refusal(f"{path}: an off-mode run reads no cassettes")
-        used.update(names)
+        used.update(report.cassettes_used)
         if keep_tests or drop_tests:
-            tests = report.get("tests")
-            if not isinstance(tests, dict) or not tests:
+            tests = report.tests
+            if not tests:
                 raise Refusal(
                     f"{path}: the report does not say which test used which cassette (its runner did not announce "
                     "its tests); prune by test needs a run through the pytest plugin or the Node helper"
                 )
             for test, entry in tests.items():
-                by_test.setdefault(test, set()).update(entry.get("cassettes") or [])
+                by_test.setdefault(test, set()).update(entry["cassettes"])
     if not (keep_tests or drop_tests):
         return used
     for pattern in [*(keep_tests or []), *(drop_tests or [])]:

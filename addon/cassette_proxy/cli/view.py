@@ -32,6 +32,7 @@ from ..core.cassette_file import CassetteError, load, parse, read_limited
 from ..core.conversation import Conversation, conversation_of, first_line
 from ..core.defaults import default_dir
 from ..core.diff import ABSENT, changes
+from ..core.report import Miss, Report, ReportError
 from ..core.session_conversation import session_conversation
 from ..core.session_file import is_session
 from . import diff
@@ -257,22 +258,12 @@ def detail(root: Path, cassette_id: str) -> dict:
 # -- run reports ----------------------------------------------------------------------------------------------------
 
 
-class ReportError(Exception):
-    pass
-
-
-def read_report(path: Path) -> dict:
+def read_report(path: Path) -> Report:
+    """The run report at `path`, read as every reader reads it (core/report.py)."""
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ReportError(
-            f"cannot read the report {path}: {e.strerror or e} (pass the file cassette_report wrote)"
-        ) from None
-    except ValueError as e:
-        raise ReportError(f"the report {path} is not JSON: {e} (pass the file cassette_report wrote)") from None
-    if not isinstance(report, dict) or not isinstance(report.get("counts"), dict):
-        raise ReportError(f"{path} is not a run report: no `counts` object (pass the file cassette_report wrote)")
-    return report
+        return Report.read(path)
+    except ReportError as e:
+        raise ReportError(f"{e} (pass the file cassette_report wrote)") from None
 
 
 def _shown(value: Any) -> str | None:
@@ -282,14 +273,14 @@ def _shown(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def miss_view(root: Path, miss: dict) -> dict:
+def miss_view(root: Path, miss: Miss) -> dict[str, Any]:
     """A miss with, for each closest recording, the changed fields side by side (recorded | this run)."""
     closest = []
     for near in miss.get("closest") or []:
         if not isinstance(near, dict):
             continue
         cassette_id = str(near.get("cassette", ""))
-        entry = {"cassette": cassette_id, "differences": list(near.get("differences") or [])}
+        entry: dict[str, Any] = {"cassette": cassette_id, "differences": list(near.get("differences") or [])}
         path = resolve_id(root, cassette_id)
         if path is not None and "body" in miss:
             try:
@@ -305,26 +296,18 @@ def miss_view(root: Path, miss: dict) -> dict:
     return {**shown, "closest": closest}
 
 
-def report_view(root: Path, reports: list[tuple[Path, dict]], ids: list[str]) -> dict | None:
+def report_view(root: Path, reports: list[tuple[Path, Report]], ids: list[str]) -> dict[str, Any] | None:
     """What the pages show of one or more run reports: counts summed, misses with diffs, errors, unused cassettes."""
     if not reports:
         return None
-    counts: dict[str, int] = {}
-    misses, errors, used = [], [], set()
-    for _, report in reports:
-        for name, value in report["counts"].items():
-            if isinstance(value, int):
-                counts[name] = counts.get(name, 0) + value
-        misses += [miss_view(root, miss) for miss in report.get("misses") or [] if isinstance(miss, dict)]
-        errors += [error for error in report.get("errors") or [] if isinstance(error, dict)]
-        used |= {str(name) for name in report.get("cassettes_used") or []}
+    total = Report.merged([report for _, report in reports])
     return {
         "files": [str(path) for path, _ in reports],
-        "counts": counts,
-        "misses": misses,
-        "errors": errors,
-        "used": sorted(used),
-        "unused": [cassette_id for cassette_id in ids if cassette_id not in used],
+        "counts": total.counts(),
+        "misses": [miss_view(root, miss) for miss in total.misses],
+        "errors": [error.to_json() for error in total.errors],
+        "used": sorted(total.cassettes_used),
+        "unused": [cassette_id for cassette_id in ids if cassette_id not in total.cassettes_used],
     }
 
 
@@ -394,7 +377,7 @@ class ViewState:
     hosts: frozenset[str] = frozenset()
     """The `Host` values that name this server (`127.0.0.1:PORT`, `localhost:PORT`): any other is refused."""
 
-    def reports(self) -> list[tuple[Path, dict]]:
+    def reports(self) -> list[tuple[Path, Report]]:
         """Re-read on every index request: a report written by a run still going is picked up."""
         out = []
         for path in self.report_paths:
@@ -557,7 +540,7 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         print(f"cassette view: {root} is not a folder (pass the cassette folder, or set CASSETTE_DIR)")
         return 2
-    reports = []
+    reports: list[tuple[Path, Report]] = []
     for path in args.report:
         try:
             reports.append((path, read_report(path)))

@@ -262,7 +262,7 @@ class Report:
     @classmethod
     def from_json(cls, data: object) -> Report:
         if not isinstance(data, dict) or not isinstance(data.get("counts"), dict):
-            raise ReportError("not a cassette run report (no counts)")
+            raise ReportError("not a run report (no `counts` object)")
         known = {f.name for f in fields(cls) if f.init}
         try:
             report = cls(**{name: value for name, value in data.items() if name in known})
@@ -273,15 +273,23 @@ class Report:
                 test: {**entry, "cassettes": set(entry["cassettes"])} for test, entry in report.tests.items()
             }
         except (TypeError, KeyError, AttributeError) as e:
-            raise ReportError(f"not a cassette run report ({e})") from None
+            raise ReportError(f"not a run report ({e})") from None
         return report
 
     @classmethod
     def read(cls, path: Path) -> Report:
         try:
-            return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as e:
-            raise ReportError(f"{path}: not a run report ({e})") from None
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ReportError(f"cannot read the report {path}: {e.strerror or e}") from None
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ReportError(f"the report {path} is not JSON: {e}") from None
+        try:
+            return cls.from_json(data)
+        except ReportError as e:
+            raise ReportError(f"{path}: {e}") from None
 
     @classmethod
     def merged(cls, reports: list[Report]) -> Report:
