@@ -24,10 +24,8 @@ from cassette_proxy.core.key import (
     request_key,
 )
 from cassette_proxy.core.location import relative_name
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-
-props = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def from_wire(raw: bytes) -> str:
@@ -41,7 +39,6 @@ def request(
     return RequestFacts("POST", "https", host, 443, path, list(query), headers or {}, body, content_type)
 
 
-@props
 @given(
     path=st.binary(max_size=60),
     raw_query=st.binary(max_size=60),
@@ -118,7 +115,6 @@ def test_a_trailing_dot_or_upper_case_host_gets_the_same_key_and_folder():
     assert relative_name("https", "bücher.example", 443, "/", key).startswith("xn--bcher-kva.example/")
 
 
-@props
 @given(host=st.text(st.characters(exclude_categories=()), max_size=80))
 def test_normal_host_never_raises(host):
     assert isinstance(normal_host(host), str)
