@@ -12,6 +12,7 @@ from cassette_command import cassette, redirect_args
 from cassette_proxy.cli import proxy_flags
 from cassette_proxy.launch import launcher
 from harness import ADDON, FAKE_OPENAI_KEY, mitmdump_path
+from inner_pytest import only_plugins
 
 pytest_plugins = ["pytester"]
 
@@ -64,6 +65,7 @@ def test_cassette_run_records_and_replays_client_made_ids_with_the_flags(tmp_pat
 def test_the_pytest_plugin_reads_key_settings_from_ini_and_options(pytester, monkeypatch, https_upstream):
     monkeypatch.delenv("CASSETTE_MODE", raising=False)
     monkeypatch.setenv("CASSETTE_MITMDUMP_ARGS", redirect_args(https_upstream))
+    only_plugins(monkeypatch)
     pytester.makeini("[pytest]\ncassette = true\ncassette_ignore_values =\n    pydantic-ai\n")
     pytester.makepyfile(
         test_agent=f"""
