@@ -112,3 +112,35 @@ class InProcessProxy:
 
     def close(self) -> None:
         self.loop.close()
+
+
+def files_under(folder: Path) -> list[Path]:
+    """Every file, hidden ones too (a writer's temp files start with a dot)."""
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+class Proxies:
+    """In-process proxies on one cassette folder, started one after another, each with its own report."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.cassette_dir = folder / "cassettes"
+        self.started: list[InProcessProxy] = []
+
+    def start(self, *settings: str, **options: object) -> InProcessProxy:
+        proxy = InProcessProxy(self.cassette_dir, self.folder / f"report{len(self.started)}.json")
+        self.started.append(proxy)
+        return proxy.start(*settings, **options)
+
+    def record(self, upstream: LoopbackUpstream, body: dict, answer: dict, **options: object) -> Path:
+        """Record `body` answered by `answer` through the upstream; the one cassette that wrote."""
+        before = set(files_under(self.cassette_dir)) if self.cassette_dir.exists() else set()
+        proxy = self.start(cassette_mode="record", cassette_hosts=["127.0.0.1"], **options)
+        proxy.answer(proxy.request(chat_flow(body, upstream.url())), json_answer(answer))
+        assert proxy.done()["counts"]["recorded"] == 1
+        [path] = set(files_under(self.cassette_dir)) - before
+        return path
+
+    def close(self) -> None:
+        for proxy in self.started:
+            proxy.close()

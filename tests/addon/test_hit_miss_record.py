@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.core.cassette_file import load
-from in_process import CHAT_PATH, InProcessProxy, LoopbackUpstream, chat_flow, json_answer
+from in_process import CHAT_PATH, LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 
 SECRET = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "one"}], "temperature": 0}
@@ -27,42 +27,19 @@ def upstream():
 
 
 @pytest.fixture
-def start(tmp_path):
-    """`start(*settings, **options)`: an in-process proxy on one cassette folder, each with its own report."""
-    proxies: list[InProcessProxy] = []
-
-    def start(*settings: str, **options: object) -> InProcessProxy:
-        proxy = InProcessProxy(tmp_path / "cassettes", tmp_path / f"report{len(proxies)}.json")
-        proxies.append(proxy)
-        return proxy.start(*settings, **options)
-
-    yield start
-    for proxy in proxies:
-        proxy.close()
+def proxies(tmp_path):
+    proxies = Proxies(tmp_path)
+    yield proxies
+    proxies.close()
 
 
-def files_under(folder: Path) -> list[Path]:
-    """Every file, hidden ones too (a writer's temp files start with a dot)."""
-    return sorted(path for path in folder.rglob("*") if path.is_file())
-
-
-def record(start, upstream: LoopbackUpstream, body: dict, answer: dict, **options) -> Path:
-    """Record `body` answered by `answer`; the one cassette it wrote."""
-    proxy = start(cassette_mode="record", cassette_hosts=["127.0.0.1"], **options)
-    before = set(files_under(proxy.cassette_dir)) if proxy.cassette_dir.exists() else set()
-    proxy.answer(proxy.request(chat_flow(body, upstream.url())), json_answer(answer))
-    assert proxy.done()["counts"]["recorded"] == 1
-    [path] = set(files_under(proxy.cassette_dir)) - before
-    return path
-
-
-def test_record_saves_the_forwarded_answer_whole_in_its_cassette_and_returns_it(start, upstream, monkeypatch):
+def test_record_saves_the_forwarded_answer_whole_in_its_cassette_and_returns_it(proxies, upstream, monkeypatch):
     renamed = []
     real_replace = os.replace
     monkeypatch.setattr(
         os, "replace", lambda src, dst: (renamed.append((Path(src), Path(dst))), real_replace(src, dst))
     )
-    proxy = start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
     flow = proxy.request(chat_flow(ASK, upstream.url(), headers={"authorization": f"Bearer {SECRET}"}))
     assert flow.response is None  # let through: mitmproxy forwards it
     assert upstream.connections() == 1  # the addon's probe, before mitmproxy connects
@@ -88,10 +65,10 @@ def test_record_saves_the_forwarded_answer_whole_in_its_cassette_and_returns_it(
     assert SECRET not in path.read_text()
 
 
-def test_a_recorded_request_is_answered_from_disk_and_never_reaches_the_upstream(start, upstream):
-    path = record(start, upstream, ASK, ANSWER)
+def test_a_recorded_request_is_answered_from_disk_and_never_reaches_the_upstream(proxies, upstream):
+    path = proxies.record(upstream, ASK, ANSWER)
     connections = upstream.connections()
-    proxy = start(cassette_mode="replay", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="replay", cassette_hosts=["127.0.0.1"])
     # The same JSON in another key order and spacing: the same request.
     reordered = b'{"temperature":0, "messages":[{"content":"one","role":"user"}],"model":"gpt-4o-mini"}'
     flow = proxy.request(chat_flow(reordered, upstream.url()))
@@ -103,10 +80,10 @@ def test_a_recorded_request_is_answered_from_disk_and_never_reaches_the_upstream
     assert upstream.connections() == connections
 
 
-def test_a_miss_answers_409_naming_the_key_the_file_and_what_changed(start, upstream):
-    recorded = record(start, upstream, ASK, ANSWER)
+def test_a_miss_answers_409_naming_the_key_the_file_and_what_changed(proxies, upstream):
+    recorded = proxies.record(upstream, ASK, ANSWER)
     connections = upstream.connections()
-    proxy = start(cassette_mode="replay", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="replay", cassette_hosts=["127.0.0.1"])
     flow = proxy.request(chat_flow({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "two"}]},
                                    upstream.url()))  # fmt: skip
 
@@ -131,10 +108,10 @@ def test_a_miss_answers_409_naming_the_key_the_file_and_what_changed(start, upst
     assert upstream.connections() == connections  # a miss never reaches the network
 
 
-def test_record_mode_answers_what_it_has_from_disk_and_records_only_what_is_missing(start, upstream):
-    first = record(start, upstream, ASK, ANSWER)
+def test_record_mode_answers_what_it_has_from_disk_and_records_only_what_is_missing(proxies, upstream):
+    first = proxies.record(upstream, ASK, ANSWER)
     connections = upstream.connections()
-    proxy = start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
     hit = proxy.request(chat_flow(ASK, upstream.url()))
     assert hit.response.status_code == 200 and json.loads(hit.response.content) == ANSWER
     assert upstream.connections() == connections  # answered here, upstream untouched
@@ -146,8 +123,8 @@ def test_record_mode_answers_what_it_has_from_disk_and_records_only_what_is_miss
 
 
 @pytest.mark.parametrize("status", [429, 500])
-def test_a_status_outside_cassette_record_statuses_reaches_the_client_unsaved(start, upstream, status):
-    proxy = start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
+def test_a_status_outside_cassette_record_statuses_reaches_the_client_unsaved(proxies, upstream, status):
+    proxy = proxies.start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
     flow = proxy.answer(proxy.request(chat_flow(ASK, upstream.url())), json_answer({"error": "busy"}, status))
     assert flow.response.status_code == status and json.loads(flow.response.content) == {"error": "busy"}
     report = proxy.done()
@@ -157,10 +134,10 @@ def test_a_status_outside_cassette_record_statuses_reaches_the_client_unsaved(st
     assert not proxy.cassette_dir.exists()
 
 
-def test_update_mode_forwards_a_recorded_request_and_overwrites_its_cassette(start, upstream):
-    path = record(start, upstream, ASK, {"n": 1})
+def test_update_mode_forwards_a_recorded_request_and_overwrites_its_cassette(proxies, upstream):
+    path = proxies.record(upstream, ASK, {"n": 1})
     connections = upstream.connections()
-    proxy = start(cassette_mode="update", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="update", cassette_hosts=["127.0.0.1"])
     flow = proxy.request(chat_flow(ASK, upstream.url()))
     assert flow.response is None and upstream.connections() == connections + 1  # forwarded despite its cassette
     proxy.answer(flow, json_answer({"n": 2}))
@@ -170,8 +147,8 @@ def test_update_mode_forwards_a_recorded_request_and_overwrites_its_cassette(sta
     assert load(path, proxy.cassette_dir)["response"]["body"] == {"n": 2}
 
 
-def test_off_mode_passes_everything_through_and_writes_nothing(start, upstream):
-    proxy = start(cassette_mode="off", cassette_hosts=["127.0.0.1"])
+def test_off_mode_passes_everything_through_and_writes_nothing(proxies, upstream):
+    proxy = proxies.start(cassette_mode="off", cassette_hosts=["127.0.0.1"])
     for _ in range(2):
         assert proxy.request(chat_flow(ASK, upstream.url())).response is None
     report = proxy.done()
@@ -181,8 +158,10 @@ def test_off_mode_passes_everything_through_and_writes_nothing(start, upstream):
     assert not proxy.cassette_dir.exists()
 
 
-def test_replay_lets_allowed_hosts_through_misses_controlled_ones_and_refuses_the_rest(start):
-    proxy = start(cassette_mode="replay", cassette_hosts=["*.anthropic.com"], cassette_allow_hosts=["api.openai.com"])
+def test_replay_lets_allowed_hosts_through_misses_controlled_ones_and_refuses_the_rest(proxies):
+    proxy = proxies.start(
+        cassette_mode="replay", cassette_hosts=["*.anthropic.com"], cassette_allow_hosts=["api.openai.com"]
+    )
     allowed = proxy.request(chat_flow(ASK))
     controlled = proxy.request(chat_flow({}, "https://api.anthropic.com/v1/messages"))
     other = proxy.request(chat_flow(ASK, "https://api.cerebras.example/v1/chat/completions"))
@@ -198,19 +177,19 @@ def test_replay_lets_allowed_hosts_through_misses_controlled_ones_and_refuses_th
     assert report["offline"] == [{"host": "api.cerebras.example", "method": "POST", "url": url}]
 
 
-def test_ignored_fields_are_left_out_of_the_key(start, upstream):
+def test_ignored_fields_are_left_out_of_the_key(proxies, upstream):
     traced = {"model": "m", "metadata": {"trace_id": "run-1"}}
-    record(start, upstream, traced, ANSWER, cassette_ignore=["metadata.trace_id"])
-    proxy = start("cassette_ignore=metadata.trace_id", cassette_mode="replay", cassette_hosts=["127.0.0.1"])
+    proxies.record(upstream, traced, ANSWER, cassette_ignore=["metadata.trace_id"])
+    proxy = proxies.start("cassette_ignore=metadata.trace_id", cassette_mode="replay", cassette_hosts=["127.0.0.1"])
     again = proxy.request(chat_flow({**traced, "metadata": {"trace_id": "run-2"}}, upstream.url()))
     other = proxy.request(chat_flow({"model": "m2", "metadata": {"trace_id": "run-2"}}, upstream.url()))
     assert (again.response.status_code, other.response.status_code) == (200, 409)
 
 
-def test_an_unreachable_upstream_answers_502_json_and_nothing_is_saved(start):
+def test_an_unreachable_upstream_answers_502_json_and_nothing_is_saved(proxies):
     gone = LoopbackUpstream()
     gone.close()  # nothing listens on its port any more
-    proxy = start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
+    proxy = proxies.start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
     flow = proxy.request(chat_flow(ASK, gone.url()))
     assert flow.response.status_code == 502 and flow.response.headers["x-should-retry"] == "false"
     error = json.loads(flow.response.content)["error"]
