@@ -1,7 +1,7 @@
 """A broken cassette file, in-process: 500 `cassette_invalid` naming the file and the problem, never a silent miss
 inviting a re-record over it, in replay and in record mode; other requests keep hitting. Hostile files (header
 injection, bad statuses, symlinks out, fifos, oversized) through a real mitmdump:
-tests/integration/test_cassette_validation.py::test_hostile_cassettes_answer_500_cassette_invalid_and_nothing_is_forwarded."""
+tests/integration/test_bad_input.py::test_hostile_cassettes_answer_500_cassette_invalid_and_nothing_is_forwarded."""
 
 from __future__ import annotations
 
