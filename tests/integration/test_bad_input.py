@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import socket
 import ssl
 import subprocess
 from collections.abc import Callable
@@ -246,3 +247,45 @@ def test_http2_client_records_then_replays(start_proxy, upstream):
 
     recorded, _ = twice(start_proxy, upstream, send)
     assert recorded.json()["choices"][0]["message"]["content"] == "echo: over h2"
+
+
+# A request no client would send, byte for byte: the key of its raw bytes (tests/unit/test_key_raw_bytes.py), through
+# mitmproxy's own parsing.
+
+
+def raw_exchange(proxy, head: bytes, body: bytes) -> bytes:
+    """A plain-HTTP proxy request sent byte for byte: no client would send these bytes."""
+    with socket.create_connection(("127.0.0.1", proxy.port()), timeout=30) as conn:
+        conn.sendall(head + b"\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body) + body)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+UNREADABLE = {
+    "query-ff": (b"POST http://api.openai.com/v1/chat/completions?x=%ff HTTP/1.1\r\nhost: api.openai.com", b"{}"),
+    "multipart-ff": (
+        b"POST http://api.openai.com/v1/audio/transcriptions HTTP/1.1\r\nhost: api.openai.com\r\n"
+        b"content-type: multipart/form-data; boundary=\xff",
+        b"--\xff\r\ncontent-disposition: form-data; name=file\r\n\r\nabc\r\n--\xff--\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_request_not_readable_as_text_records_and_replays_and_is_never_forwarded_in_replay(
+    start_proxy, http_upstream, cassette_dir, name
+):
+    head, body = UNREADABLE[name]
+    replay = start_proxy(http_upstream, cassette_mode="replay")
+    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 409")  # a miss, answered here
+    replay.stop()
+    assert http_upstream.count == 0
+    recorder = start_proxy(http_upstream, cassette_mode="record")
+    assert raw_exchange(recorder, head, body).startswith(b"HTTP/1.1 200")
+    assert recorder.stop()["counts"]["recorded"] == 1
+    replay = start_proxy(http_upstream, cassette_mode="replay")
+    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 200")
+    assert replay.stop()["counts"]["hits"] == 1
+    assert http_upstream.count == 1
