@@ -58,14 +58,19 @@ def test_local_server_through_reverse_records_once_and_replays_offline_across_ru
     files = cassette_files(folder)
     assert len(files) == 3
     assert all(name.startswith(f"127.0.0.1_{port}/") for name in files), files  # keyed by the server, not the listener
-    for _ in range(2):  # the server is gone; new random listener ports each run
-        replayed = cassette("run", "--strict", *command, cwd=tmp_path)
-        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        assert replayed.stdout.splitlines()[:2] == recorded.stdout.splitlines()[:2]
-        assert "cassette: replay: 3 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough" in replayed.stderr
-        assert "cassette: routes: forward 0, ollama 3" in replayed.stderr
-        listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
-        assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
+    # The server is gone, and its port stays taken (bound, not listening: connections are refused), so that a
+    # run's random listener port cannot be the server's old one: new random listener ports each run.
+    with socket.socket() as gone:
+        gone.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        gone.bind(("127.0.0.1", int(port)))
+        for _ in range(2):
+            replayed = cassette("run", "--strict", *command, cwd=tmp_path)
+            assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+            assert replayed.stdout.splitlines()[:2] == recorded.stdout.splitlines()[:2]
+            assert "cassette: replay: 3 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough" in replayed.stderr
+            assert "cassette: routes: forward 0, ollama 3" in replayed.stderr
+            listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
+            assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
     assert cassette_files(folder) == files
 
 
