@@ -1,10 +1,12 @@
-"""Fixtures for the integration tests: a fake upstream (HTTP and HTTPS) and mitmdump with the addon."""
+"""Fixtures for the integration tests: a fake upstream (HTTP and HTTPS) and mitmdump with the addon; and, for every
+tier this conftest reaches, the Hypothesis profile (hypothesis_profiles.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import hypothesis_profiles  # noqa: F401  (registers and loads the profile before any test module is imported)
 import pytest
 from harness import FakeUpstream, Proxy, make_certificate
 

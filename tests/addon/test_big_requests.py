@@ -12,8 +12,8 @@ from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.key import request_key
 from cassette_proxy.core.request_worker import BIG_REQUEST_BYTES
 from cassette_proxy.proxy import upstream
-from cassette_proxy.proxy.addon import CassetteAddon
 from cassette_proxy.proxy.facts import request_facts
+from in_process import Addon
 from mitmproxy import http
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
@@ -41,7 +41,7 @@ def chat_flow(body: bytes) -> http.HTTPFlow:
 def proxy(tmp_path, monkeypatch):
     """`proxy(flow, mode, answer=None)` runs the request hook (and, with an upstream answer, the response hook);
     `proxy.workers` counts the worker processes started."""
-    addon, started = CassetteAddon(), []
+    addon, started = Addon(), []
     real_run = request_worker.subprocess.run
 
     def counted(*args, **kwargs):
@@ -56,7 +56,7 @@ def proxy(tmp_path, monkeypatch):
     monkeypatch.setattr(upstream, "unreachable", reachable)
     with taddons.context(addon, Proxyserver()) as tctx:
 
-        def run(flow, mode: str, answer: dict | None = None) -> CassetteAddon:
+        def run(flow, mode: str, answer: dict | None = None) -> Addon:
             tctx.options.update(cassette_dir=str(tmp_path / "cassettes"), cassette_mode=mode, cassette_preload=0)
             addon.configure(set(tctx.options.keys()))
             loop = tctx.master.event_loop

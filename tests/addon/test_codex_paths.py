@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.proxy.addon import CassetteAddon
+from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
 
@@ -25,7 +25,7 @@ def flow_to(path: str) -> object:
     [("/backend-api/codex/responses", 409, "cassette_miss"), ("/backend-api/conversation", 403, "cassette_offline")],
 )
 def test_codex_paths_are_keyed_and_the_rest_of_the_host_stays_offline(tmp_path, path, status, error):
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.options.update(cassette_dir=str(tmp_path / "cassettes"))
         addon.configure(set(tctx.options.keys()))

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from cassette_proxy.core.cassette_file import body_fields, dumps, new_cassette
-from cassette_proxy.proxy.addon import CassetteAddon
+from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
 
@@ -41,10 +41,10 @@ def chat_flow(prompt: str = "hello") -> object:
 @pytest.fixture
 def proxy(tmp_path):
     """The addon in mitmproxy's test context; `proxy.send(flow)` runs its request hook."""
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
 
-        def configure(**options) -> CassetteAddon:
+        def configure(**options) -> Addon:
             options.setdefault("cassette_dir", str(tmp_path / "cassettes"))
             options.setdefault("cassette_control_token", TOKEN)
             tctx.options.update(**options)

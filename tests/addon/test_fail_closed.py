@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.proxy.addon import CassetteAddon
 from cassette_proxy.proxy.seal import Seal
+from in_process import Addon
 from mitmproxy import connection, exceptions, http
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.proxy import server_hooks
@@ -25,7 +25,7 @@ def chat_flow(host: str = "api.openai.com", body: dict | None = None) -> object:
     return flow
 
 
-def configure(tctx, addon: CassetteAddon, **options) -> None:
+def configure(tctx, addon: Addon, **options) -> None:
     """Set options as `--set` would, then configure the addon with every option, as mitmproxy does at start."""
     tctx.options.update(**options)
     addon.configure(set(tctx.options.keys()))
@@ -34,10 +34,10 @@ def configure(tctx, addon: CassetteAddon, **options) -> None:
 @pytest.fixture
 def proxy(tmp_path):
     """The addon in mitmproxy's test context; `proxy(flow, **options)` configures it and runs the request hook."""
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
 
-        def run(flow, break_key: bool = False, **options) -> CassetteAddon:
+        def run(flow, break_key: bool = False, **options) -> Addon:
             configure(tctx, addon, cassette_dir=str(tmp_path / "cassettes"), **options)
             if break_key:
                 addon.keys.key = lambda facts: 1 / 0
@@ -121,7 +121,7 @@ def server_data(host: str, port: int = 443, sni: str | None = None) -> server_ho
 @pytest.fixture
 def seal():
     """A seal configured with `seal(**options)` in mitmproxy's test context (the addon declares its options)."""
-    addon, seal = CassetteAddon(), Seal()
+    addon, seal = Addon(), Seal()
     with taddons.context(addon, Proxyserver()) as tctx:
 
         def configured(**options) -> Seal:
@@ -200,14 +200,14 @@ def test_through_an_upstream_proxy_the_seal_judges_the_targets_not_the_proxy(sea
     "mode", ["regular", UPSTREAM, "reverse:https://api.openai.com", "reverse:dns://9.9.9.9", "socks5", "transparent"]
 )
 def test_replay_runs_in_every_mode_the_seal_covers(mode):
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.configure(addon, mode=[mode], cassette_mode="replay")
 
 
 @pytest.mark.parametrize("mode", ["dns", "wireguard"])
 def test_replay_refuses_to_run_in_a_mode_whose_name_queries_mitmproxy_answers_itself(mode):
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.configure(addon, mode=[mode], cassette_mode="record")  # record needs no seal
         with pytest.raises(
@@ -243,7 +243,7 @@ def test_only_local_clients_unless_their_network_is_allowed(seal, peer, allowed,
 
 
 def test_a_bad_client_network_stops_the_proxy_naming_the_option():
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_allow_clients"):
         tctx.configure(addon, cassette_allow_clients=["not-a-network"])
 

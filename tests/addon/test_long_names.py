@@ -6,7 +6,7 @@ import json
 
 import pytest
 from cassette_proxy.core.location import MAX_NAME, relative_name
-from cassette_proxy.proxy.addon import CassetteAddon
+from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
 
@@ -21,8 +21,8 @@ def path_of_length(total: int) -> str:
     return path
 
 
-def miss_of(tmp_path, folder, path: str) -> tuple[dict, CassetteAddon]:
-    addon = CassetteAddon()
+def miss_of(tmp_path, folder, path: str) -> tuple[dict, Addon]:
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.options.update(cassette_dir=str(folder), cassette_mode="replay")
         addon.configure(set(tctx.options.keys()))

@@ -14,10 +14,10 @@ from cassette_proxy.core.key import public_url
 from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionScript
-from cassette_proxy.proxy.addon import CassetteAddon
 from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import SessionPlay, SessionServer
 from cassette_proxy.proxy.state import state_of
+from in_process import Addon
 from mitmproxy import connection, http, websocket
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.proxy import server_hooks
@@ -60,13 +60,13 @@ def upgrade(url: str = "https://api.openai.com/v1/realtime?model=gpt-realtime", 
 @pytest.fixture
 def proxy(tmp_path):
     """The addon in mitmproxy's test context: `proxy.configure(**options)`, then `proxy.run(hook, flow)`."""
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
 
         class Driver:
             root = tmp_path / "cassettes"
 
-            def configure(self, **options) -> CassetteAddon:
+            def configure(self, **options) -> Addon:
                 tctx.options.update(cassette_dir=str(self.root), **options)
                 addon.configure(set(tctx.options.keys()))
                 return addon
@@ -104,7 +104,7 @@ def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_let
 
 
 def test_a_session_ignore_path_that_can_never_match_stops_the_proxy_naming_the_option():
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx, pytest.raises(Exception, match="cassette_session_ignore"):
         tctx.configure(addon, cassette_session_ignore=["item..id"])
 
@@ -159,7 +159,7 @@ def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_opti
     return flow
 
 
-def record(proxy, flow, **options) -> CassetteAddon:
+def record(proxy, flow, **options) -> Addon:
     addon = proxy.configure(cassette_mode="record", **options)
     addon.upstream.forward = lambda flow: None  # no probe, no timer: nothing is connected in-process
     websocket_data = flow.websocket

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.proxy.addon import CassetteAddon
+from in_process import Addon
 from mitmproxy import exceptions, http
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow
@@ -27,10 +27,10 @@ def export_flow(host: str = "api.openai.com", path: str = "/v1/traces/ingest") -
 def proxy(tmp_path):
     """`proxy(flow, **options)` configures the addon and runs the request hook; with `upstream`, the response hooks
     then run for that answer, as for a forwarded request."""
-    addon = CassetteAddon()
+    addon = Addon()
     with taddons.context(addon, Proxyserver()) as tctx:
 
-        def run(flow, upstream: http.Response | None = None, **options) -> CassetteAddon:
+        def run(flow, upstream: http.Response | None = None, **options) -> Addon:
             tctx.options.update(cassette_dir=str(tmp_path / "cassettes"), **options)
             addon.configure(set(tctx.options.keys()))
             tctx.master.event_loop.run_until_complete(addon.request(flow))

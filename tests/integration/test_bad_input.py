@@ -1,14 +1,17 @@
 """Bad input on both sides of the addon: broken cassette files, and requests no SDK would send.
 
-A broken cassette answers 500 `cassette_invalid` naming the file and the
-problem (never a silent miss inviting a re-record over it); an odd request gets
-a stable key: recorded once, the same request replays from disk.
+A cassette crafted to attack its reader (a stored `\\r\\n` injecting headers, an
+illegal status, a symlink out of the folder, a fifo, an oversized file) answers
+500 `cassette_invalid` naming the file and the problem, and nothing is forwarded;
+an odd request gets a stable key: recorded once, the same request replays from disk.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+import socket
 import ssl
 import subprocess
 from collections.abc import Callable
@@ -37,68 +40,95 @@ def chat(proxy, text: str) -> httpx.Response:
         )
 
 
-def only_cassette(folder: Path) -> Path:
-    (path,) = [p for p in folder.rglob("*.json")]
-    return path
-
-
 # --- bad cassettes -----------------------------------------------------------------------------------------
 
 
-def not_json(text: str) -> bytes:
-    return text[: len(text) // 2].encode()
+# A broken file (invalid JSON, another cassette_format, a field missing, not UTF-8) in each mode: in-process,
+# tests/addon/test_broken_cassettes.py. Here, files crafted to attack their reader, through a real mitmdump.
 
 
-def wrong_version(text: str) -> bytes:
-    return json.dumps({**json.loads(text), "cassette_format": 99}).encode()
+def ask(http: httpx.Client, text: str) -> httpx.Response:
+    return http.post(
+        f"{API}/v1/chat/completions", json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
+    )
 
 
-def missing_response(text: str) -> bytes:
-    return json.dumps({k: v for k, v in json.loads(text).items() if k != "response"}).encode()
+def set_response(path: Path, **fields) -> None:
+    content = json.loads(path.read_text())
+    content["response"].update(fields)
+    path.write_text(json.dumps(content))
 
 
-def not_utf8(text: str) -> bytes:
-    return text.replace("echo: broken", "echo: br\udcffoken").encode("utf-8", "surrogateescape")
+def hostile(tmp_path: Path) -> dict:
+    """Ways a cassette from a pull request could attack its reader, each a function of the recorded file."""
+
+    def outside(path: Path) -> None:
+        elsewhere = tmp_path / "outside-the-folder.json"
+        elsewhere.write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(elsewhere)
+
+    def dev_zero(path: Path) -> None:
+        path.unlink()
+        path.symlink_to("/dev/zero")
+
+    def oversized(path: Path) -> None:
+        set_response(path, body={"padding": "x" * 200_000})
+
+    return {
+        "crlf-header": (lambda p: set_response(p, headers={"x-a": "ok\r\nx-injected: 1"}), "holds a CR, LF or NUL"),
+        "status-0": (lambda p: set_response(p, status=0), "response.status 0 is not an HTTP status"),
+        "status-true": (lambda p: set_response(p, status=True), "must be an integer from 100 to 599, not True"),
+        "status-huge": (lambda p: set_response(p, status=10**30), "is not an HTTP status"),
+        "status-999": (lambda p: set_response(p, status=999), "response.status 999 is not an HTTP status"),
+        "symlink-outside": (outside, "outside the cassette folder"),
+        "symlink-dev-zero": (dev_zero, "resolves to /dev/zero, outside the cassette folder"),
+        "oversized": (oversized, "over the cassette_max_size limit of 100000 bytes"),
+        "fifo": (lambda p: (p.unlink(), os.mkfifo(p)), "is not a regular file (a fifo)"),
+    }
 
 
-@pytest.mark.parametrize(
-    ("damage", "problem"),
-    [
-        (not_json, "invalid JSON"),
-        (wrong_version, "cassette_format is 99"),
-        (missing_response, "missing or invalid field 'response'"),
-        (not_utf8, "not UTF-8"),
-    ],
-)
 @pytest.mark.parametrize("mode", ["replay", "record"])
-def test_broken_cassette_answers_500_naming_file_and_problem_and_others_still_hit(
-    start_proxy, upstream, cassette_dir, mode, damage: Callable[[str], bytes], problem: str
+def test_hostile_cassettes_answer_500_cassette_invalid_and_nothing_is_forwarded(
+    start_proxy, https_upstream, cassette_dir, tmp_path, mode
 ):
-    recorder = start_proxy(upstream, cassette_mode="record")
-    assert chat(recorder, "broken").status_code == 200
-    broken = only_cassette(cassette_dir)
-    assert chat(recorder, "intact").status_code == 200
+    attacks = hostile(tmp_path)
+    recorder = start_proxy(https_upstream, cassette_mode="record")
+    with client(recorder) as http:
+        for name in [*attacks, "intact", "linked"]:
+            assert ask(http, name).status_code == 200
     recorder.stop()
-    broken.write_bytes(damage(broken.read_text()))
-    damaged = broken.read_bytes()
-    calls = upstream.count
+    files = {
+        json.loads(p.read_text())["request"]["body"]["messages"][0]["content"]: p for p in cassette_dir.rglob("*.json")
+    }
+    for name, (damage, _) in attacks.items():
+        damage(files[name])
+    # A symlink to another cassette inside the folder is fine.
+    linked = files["linked"]
+    (cassette_dir / "shared.json").write_bytes(linked.read_bytes())
+    linked.unlink()
+    linked.symlink_to(cassette_dir / "shared.json")
+    calls = https_upstream.count
 
-    proxy = start_proxy(upstream, cassette_mode=mode)
-    response = chat(proxy, "broken")
-    assert response.status_code == 500
-    assert response.headers["x-should-retry"] == "false"
-    error = response.json()["error"]
-    assert error["type"] == "cassette_invalid"
-    assert error["cassette"] == str(broken)
-    assert problem in error["message"]
-    assert str(broken) in error["message"]
-    assert chat(proxy, "intact").json()["choices"][0]["message"]["content"] == "echo: intact"
+    proxy = start_proxy(https_upstream, cassette_mode=mode, cassette_max_size=100_000)
+    with client(proxy) as http:
+        answers = {name: ask(http, name) for name in [*attacks, "intact", "linked"]}
     report = proxy.stop()
-    assert report["counts"]["hits"] == 1
-    assert report["counts"]["errors"] == 1
-    assert broken.read_bytes() == damaged  # never re-recorded over, even in record mode
-    assert upstream.count == calls
-    assert problem in proxy.log_text()
+
+    for name, (_, problem) in attacks.items():
+        answer = answers[name]
+        assert answer.status_code == 500, (name, answer.text)
+        assert "x-injected" not in answer.headers
+        assert answer.headers["x-should-retry"] == "false"
+        error = answer.json()["error"]
+        assert error["type"] == "cassette_invalid", name
+        assert problem in error["message"], (name, error["message"])
+        assert str(files[name]) in error["message"]
+    assert answers["intact"].json()["choices"][0]["message"]["content"] == "echo: intact"
+    assert answers["linked"].json()["choices"][0]["message"]["content"] == "echo: linked"
+    assert https_upstream.count == calls  # nothing forwarded, in record mode either
+    assert report["counts"]["errors"] == len(attacks)
+    assert report["counts"]["hits"] == 2
 
 
 # --- bad requests ------------------------------------------------------------------------------------------
@@ -217,3 +247,45 @@ def test_http2_client_records_then_replays(start_proxy, upstream):
 
     recorded, _ = twice(start_proxy, upstream, send)
     assert recorded.json()["choices"][0]["message"]["content"] == "echo: over h2"
+
+
+# A request no client would send, byte for byte: the key of its raw bytes (tests/unit/test_key_raw_bytes.py), through
+# mitmproxy's own parsing.
+
+
+def raw_exchange(proxy, head: bytes, body: bytes) -> bytes:
+    """A plain-HTTP proxy request sent byte for byte: no client would send these bytes."""
+    with socket.create_connection(("127.0.0.1", proxy.port()), timeout=30) as conn:
+        conn.sendall(head + b"\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body) + body)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+UNREADABLE = {
+    "query-ff": (b"POST http://api.openai.com/v1/chat/completions?x=%ff HTTP/1.1\r\nhost: api.openai.com", b"{}"),
+    "multipart-ff": (
+        b"POST http://api.openai.com/v1/audio/transcriptions HTTP/1.1\r\nhost: api.openai.com\r\n"
+        b"content-type: multipart/form-data; boundary=\xff",
+        b"--\xff\r\ncontent-disposition: form-data; name=file\r\n\r\nabc\r\n--\xff--\r\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_request_not_readable_as_text_records_and_replays_and_is_never_forwarded_in_replay(
+    start_proxy, http_upstream, cassette_dir, name
+):
+    head, body = UNREADABLE[name]
+    replay = start_proxy(http_upstream, cassette_mode="replay")
+    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 409")  # a miss, answered here
+    replay.stop()
+    assert http_upstream.count == 0
+    recorder = start_proxy(http_upstream, cassette_mode="record")
+    assert raw_exchange(recorder, head, body).startswith(b"HTTP/1.1 200")
+    assert recorder.stop()["counts"]["recorded"] == 1
+    replay = start_proxy(http_upstream, cassette_mode="replay")
+    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 200")
+    assert replay.stop()["counts"]["hits"] == 1
+    assert http_upstream.count == 1

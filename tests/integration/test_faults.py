@@ -86,11 +86,6 @@ def test_refused_upstream_answers_502_json_once_without_sdk_retries(start_proxy,
     assert "upstream unreachable" in proxy.log_text()
 
 
-def test_upstream_timeout_below_one_second_is_refused_at_start(start_proxy):
-    with pytest.raises(RuntimeError, match="cassette_upstream_timeout: 0 must be a whole number of seconds above 0"):
-        start_proxy(cassette_upstream_timeout=0)
-
-
 def test_untrusted_upstream_certificate_answers_502_json(start_proxy, https_upstream, cassette_dir):
     # The proxy is not told to trust the fake's self-signed certificate, as with a real invalid certificate.
     proxy = start_proxy(fake_upstream=https_upstream.url, cassette_mode="record")

@@ -20,6 +20,7 @@ from cassette_proxy import cli
 from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.location import cassette_files
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
+from inner_pytest import RECORDING, only_plugins
 
 pytest_plugins = ["pytester"]
 
@@ -322,6 +323,7 @@ def test_a_pytest_recording_suite_switches_to_the_proxy_with_its_recordings(
     """The before and after of docs/import.md, really run: pytest-recording records, `cassette import` converts, the
     same tests without the decorator replay through the plugin's proxy, nothing reaching the API."""
     client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
+    only_plugins(monkeypatch, RECORDING)
     pytester.makepyfile(test_summary=BEFORE.format(key=FAKE_OPENAI_KEY))
     pytester.runpytest_subprocess("--record-mode=once").assert_outcomes(passed=2)
     recordings = sorted(p.relative_to(pytester.path).as_posix() for p in pytester.path.rglob("*.yaml"))
@@ -335,6 +337,7 @@ def test_a_pytest_recording_suite_switches_to_the_proxy_with_its_recordings(
 
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
         monkeypatch.delenv(name)
+    only_plugins(monkeypatch)
     pytester.makeini("[pytest]\ncassette = true\ncassette_dir = imported\n")
     pytester.makepyfile(test_summary=BEFORE.format(key=FAKE_OPENAI_KEY).replace("@pytest.mark.vcr\n", ""))
     served = https_upstream.count
@@ -496,6 +499,7 @@ def test_a_langchain_suite_imported_per_test_replays_each_tests_own_answer_under
     """Two tests send the identical request and got different answers: a shared import would keep one (a
     collision); `--scope test` gives each test its own, and the plugin's test scope replays them."""
     client_env(start_proxy(https_upstream, cassette_mode="off"))  # stands in for the internet
+    only_plugins(monkeypatch, RECORDING)
     monkeypatch.setenv("ANSWERS", str(pytester.path / "recorded.jsonl"))
     pytester.makeconftest(PARTNER_CONFTEST)
     (pytester.path / "tests" / "integration_tests").mkdir(parents=True)
@@ -515,6 +519,7 @@ def test_a_langchain_suite_imported_per_test_replays_each_tests_own_answer_under
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
         monkeypatch.delenv(name)
     monkeypatch.setenv("ANSWERS", str(pytester.path / "replayed.jsonl"))
+    only_plugins(monkeypatch)
     (pytester.path / "conftest.py").write_text("")  # the suite drops VCR
     module.write_text(PARTNER_TESTS.format(key=FAKE_OPENAI_KEY).replace("    @pytest.mark.vcr\n", "").replace(
         "@pytest.mark.vcr\n", ""))  # fmt: skip

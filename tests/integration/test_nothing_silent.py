@@ -8,6 +8,7 @@ import textwrap
 import pytest
 from cassette_command import cassette, redirect_args
 from harness import FAKE_OPENAI_KEY
+from inner_pytest import only_plugins
 
 pytest_plugins = ["pytester"]
 
@@ -65,7 +66,8 @@ def test_greeting():
 
 
 @pytest.fixture
-def plugin_suite(pytester, https_upstream):
+def plugin_suite(pytester, https_upstream, monkeypatch):
+    only_plugins(monkeypatch)
     pytester.makeini("[pytest]\ncassette = true\n")
     pytester.makepyfile(test_app=SUITE)
     return pytester

@@ -9,6 +9,7 @@ import json
 import pytest
 from cassette_command import redirect_args
 from harness import FAKE_OPENAI_KEY
+from inner_pytest import only_plugins
 
 pytest_plugins = ["pytester"]
 
@@ -57,6 +58,7 @@ def suite(pytester, monkeypatch, https_upstream):
     """Write the suite with a module marker; run it; read what each test got (and forget it for the next run)."""
     monkeypatch.delenv("CASSETTE_MODE", raising=False)
     monkeypatch.setenv("CASSETTE_MITMDUMP_ARGS", redirect_args(https_upstream))
+    only_plugins(monkeypatch)
     pytester.makeini("[pytest]\ncassette = true\n")
 
     class Suite:

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 from cassette_command import redirect_args
 from harness import FAKE_OPENAI_KEY
+from inner_pytest import every_installed_plugin, only_plugins
 
 pytest_plugins = ["pytester"]
 
@@ -40,10 +41,13 @@ def suite_env(monkeypatch, https_upstream):
     """The environment of the inner pytest: forwarded traffic reaches the fake upstream, no CASSETTE_MODE."""
     monkeypatch.delenv("CASSETTE_MODE", raising=False)
     monkeypatch.setenv("CASSETTE_MITMDUMP_ARGS", redirect_args(https_upstream))
+    only_plugins(monkeypatch)
     return https_upstream
 
 
-def test_records_with_cassette_mode_option_then_replays_by_default(pytester, suite_env):
+def test_records_with_cassette_mode_option_then_replays_by_default(pytester, suite_env, monkeypatch):
+    """Among every plugin installed, found by its entry point: the suite as a user runs it."""
+    every_installed_plugin(monkeypatch)
     write_suite(pytester, {"greeting": "hello plugin"})
     recorded = pytester.runpytest_subprocess("--cassette-mode=record")
     recorded.assert_outcomes(passed=1)

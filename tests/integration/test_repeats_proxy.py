@@ -4,7 +4,6 @@ to the n-th identical question; `reuse` (the default) gives every identical ques
 from __future__ import annotations
 
 import openai
-import pytest
 from cassette_proxy.core.location import cassette_files
 from harness import FAKE_OPENAI_KEY
 
@@ -45,10 +44,3 @@ def test_record_mode_extends_a_shorter_sequence(https_upstream, start_proxy, cli
     client_env(start_proxy(https_upstream, cassette_mode="record", cassette_repeats="sequence"))
     assert [ask(), ask()] == [first, "#2 echo: next?"]  # the first is replayed, the second recorded
     assert len(cassette_files(cassette_dir)) == 2
-
-
-def test_unknown_repeats_value_stops_the_proxy(start_proxy):
-    with pytest.raises(
-        RuntimeError, match="cassette_repeats: 'sequential' is not a choice; use one of reuse, sequence"
-    ):
-        start_proxy(cassette_repeats="sequential")

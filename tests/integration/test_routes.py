@@ -13,11 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-import pytest
 from cassette_command import cassette, redirect_args
-from cassette_proxy.core.report import Report
-from cassette_proxy.launch import client_env, launcher
-from cassette_proxy.proxy import routes
 from harness import FakeUpstream
 
 LOCAL_CLIENT = """
@@ -37,56 +33,6 @@ print(direct.status_code, detour.status_code, r.status_code)
 print(direct.json()["choices"][0]["message"]["content"], "|", detour.json()["choices"][0]["message"]["content"], "|", streamed)
 print("no_proxy", os.environ["NO_PROXY"])
 """
-
-
-@pytest.mark.parametrize(
-    ("spec", "origin", "base_path", "port"),
-    [
-        ("ollama=http://localhost:11434", "http://localhost:11434", "", None),
-        ("ollama=http://localhost:11434@8181", "http://localhost:11434", "", 8181),
-        ("vllm=http://127.0.0.1:8000/v1@9000", "http://127.0.0.1:8000", "/v1", 9000),
-        ("openai=https://api.openai.com@7000", "https://api.openai.com", "/v1", 7000),
-    ],
-)
-def test_reverse_spec_takes_an_optional_fixed_port(spec, origin, base_path, port):
-    reverse = launcher.parse_reverse(spec)
-    assert (reverse.origin, reverse.base_path, reverse.port) == (origin, base_path, port)
-
-
-@pytest.mark.parametrize("spec", ["ollama=http://localhost:11434@", "ollama=http://localhost:11434@70000"])
-def test_a_bad_fixed_port_is_refused_with_an_example(spec):
-    with pytest.raises(launcher.LauncherError, match=r"is not a port; give the listener's port as 1-65535, e\.g\."):
-        launcher.parse_reverse(spec)
-
-
-def test_route_names_are_name_equals_port():
-    assert routes.parse_route_names(["ollama=8181", "openai=9000"]) == {8181: "ollama", 9000: "openai"}
-    with pytest.raises(ValueError, match="'ollama' is not NAME=PORT"):
-        routes.parse_route_names(["ollama"])
-
-
-def test_listener_ports_stay_in_no_proxy_even_when_loopback_is_under_control():
-    env = client_env.client_environment(
-        {"NO_PROXY": "internal.corp"},
-        proxy_url="http://127.0.0.1:1",
-        ca_bundle=Path("/nonexistent"),
-        controlled_hosts=["127.0.0.1", "api.openai.com"],
-        mode="replay",
-        notice_file=Path("/nonexistent"),
-        base_urls={},
-        direct=["127.0.0.1:8181"],
-    )
-    assert env["NO_PROXY"].split(",") == ["internal.corp", "localhost", "::1", "127.0.0.1:8181"]
-
-
-def test_summary_counts_requests_per_route_and_xdist_reports_add_up():
-    one = Report(mode="replay", hits=2, token_exchanges=1, routes={"forward": 2, "openai": 0})
-    text = one.summary()
-    assert "cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough, 1 token exchanges" in text
-    assert "cassette: routes: forward 2, openai 0" in text
-    other = Report(mode="replay", routes={"forward": 1, "openai": 3})
-    assert Report.merged([one, other]).routes == {"forward": 3, "openai": 3}
-    assert "routes" not in Report(mode="replay", hits=2, routes={"forward": 2}).summary()
 
 
 def cassette_files(folder: Path) -> list[str]:
@@ -112,14 +58,19 @@ def test_local_server_through_reverse_records_once_and_replays_offline_across_ru
     files = cassette_files(folder)
     assert len(files) == 3
     assert all(name.startswith(f"127.0.0.1_{port}/") for name in files), files  # keyed by the server, not the listener
-    for _ in range(2):  # the server is gone; new random listener ports each run
-        replayed = cassette("run", "--strict", *command, cwd=tmp_path)
-        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        assert replayed.stdout.splitlines()[:2] == recorded.stdout.splitlines()[:2]
-        assert "cassette: replay: 3 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough" in replayed.stderr
-        assert "cassette: routes: forward 0, ollama 3" in replayed.stderr
-        listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
-        assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
+    # The server is gone, and its port stays taken (bound, not listening: connections are refused), so that a
+    # run's random listener port cannot be the server's old one: new random listener ports each run.
+    with socket.socket() as gone:
+        gone.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        gone.bind(("127.0.0.1", int(port)))
+        for _ in range(2):
+            replayed = cassette("run", "--strict", *command, cwd=tmp_path)
+            assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+            assert replayed.stdout.splitlines()[:2] == recorded.stdout.splitlines()[:2]
+            assert "cassette: replay: 3 hits, 0 misses, 0 recorded, 0 upstream, 0 passthrough" in replayed.stderr
+            assert "cassette: routes: forward 0, ollama 3" in replayed.stderr
+            listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
+            assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
     assert cassette_files(folder) == files
 
 
@@ -178,50 +129,3 @@ def test_report_counts_each_route_so_a_bypassed_reverse_route_shows(tmp_path, ht
     assert run.stdout.split() == ["200", "200"]
     assert "cassette: routes: forward 1, openai 1, anthropic 0" in run.stderr
     assert json.loads(report.read_text())["routes"] == {"forward": 1, "openai": 1, "anthropic": 0}
-
-
-class FakeMode:
-    def __init__(self, type_name: str, data: str = "", scheme: str = "https") -> None:
-        self.type_name, self.data, self.scheme = type_name, data, scheme
-
-
-class FakeRequest:
-    def __init__(self, scheme: str, host: str, port: int) -> None:
-        self.scheme, self.host, self.port = scheme, host, port
-
-
-class FakeFlow:
-    """The three attributes RouteTable reads: the listener's mode and address, and the request's target."""
-
-    def __init__(self, mode: FakeMode, listener_port: int, request: FakeRequest) -> None:
-        self.client_conn = type("Client", (), {"proxy_mode": mode, "sockname": ("127.0.0.1", listener_port)})()
-        self.request = request
-
-
-OLLAMA = routes.ReverseListener(port=8181, scheme="http", host="localhost", upstream_port=11434, name="ollama")
-
-
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "LOCALHOST"])
-def test_a_forward_request_for_our_own_listener_goes_to_its_upstream(host):
-    request = FakeRequest("http", host, 8181)
-    flow = FakeFlow(FakeMode("regular"), 8080, request)
-    assert routes.RouteTable([OLLAMA]).route(flow) == "ollama"
-    assert (request.scheme, request.host, request.port) == ("http", "localhost", 11434)
-
-
-@pytest.mark.parametrize(("host", "port"), [("127.0.0.1", 9999), ("api.openai.com", 8181), ("10.0.0.8", 8181)])
-def test_other_forward_requests_are_left_alone(host, port):
-    request = FakeRequest("https", host, port)
-    assert routes.RouteTable([OLLAMA]).route(FakeFlow(FakeMode("regular"), 8080, request)) == "forward"
-    assert (request.scheme, request.host, request.port) == ("https", host, port)
-
-
-def test_reverse_requests_are_named_by_listener_port_else_by_upstream():
-    table = routes.RouteTable([OLLAMA])
-    named = FakeFlow(
-        FakeMode("reverse", "http://localhost:11434", "http"), 8181, FakeRequest("http", "localhost", 11434)
-    )
-    unnamed = FakeFlow(FakeMode("reverse", "api.openai.com"), 9000, FakeRequest("https", "api.openai.com", 443))
-    assert table.route(named) == "ollama"
-    assert table.route(unnamed) == "reverse:https://api.openai.com"
-    assert table.names() == ["forward", "ollama"]

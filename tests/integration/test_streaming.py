@@ -183,8 +183,10 @@ def test_first_chunk_arrives_long_before_the_upstream_finishes(start_proxy, http
     for _ in stream:
         first_chunk_at = first_chunk_at or time.monotonic() - started
     total = time.monotonic() - started
-    # 9 events 0.25 s apart: ~2 s of stream; buffered, the first chunk would come at the very end.
-    assert first_chunk_at < 0.25 * total, (first_chunk_at, total)
+    # 9 events 0.25 s apart: the upstream takes 2 s or more from the first to the last. Streamed, the first chunk
+    # arrives that long before the end; buffered, with the rest at the very end. Measured from the first chunk,
+    # not from the start: on a loaded machine the connection alone can take a second.
+    assert total - first_chunk_at > 1.0, (first_chunk_at, total)
     counts = proxy.stop()["counts"]
     assert counts["recorded" if mode == "record" else "passthrough"] == 1
 

@@ -231,8 +231,3 @@ def test_record_passes_token_exchanges_through_and_never_writes_or_logs_the_toke
     for text in (proxy.log_text(), json.dumps(report)):
         assert LIVE_TOKEN not in text
         assert FAKE_CLIENT_SECRET not in text
-
-
-def test_bad_token_endpoint_option_stops_the_proxy_naming_it(tmp_path, start_proxy):
-    with pytest.raises(RuntimeError, match=r"cassette_token_endpoints: 'https://x\.example/token' is not"):
-        start_proxy(cassette_token_endpoints=["https://x.example/token"])

@@ -23,7 +23,7 @@ from cassette_proxy.core.cassette_file import (
 )
 from cassette_proxy.core.key import RequestFacts, identity, key_of
 from cassette_proxy.core.location import relative_path
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 # Strings as JSON can carry them: any code point, lone surrogates included (`"\ud800"` parses to one).
@@ -39,8 +39,6 @@ header_names = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True)
 content_types = st.sampled_from(
     ["application/json", "application/json; charset=utf-8", "text/plain", "application/octet-stream", "", "x/ndjson"]
 )
-
-props = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def facts(body: bytes, content_type: str = "application/json", headers: dict | None = None) -> RequestFacts:
@@ -65,7 +63,6 @@ def round_trip(tmp: Path, request_body: bytes, content_type: str, headers: list[
     return loaded
 
 
-@props
 @given(value=json_values)
 def test_json_body_round_trips_exactly_through_the_cassette(tmp_path_factory, value):
     body = json.dumps(value).encode()
@@ -76,7 +73,6 @@ def test_json_body_round_trips_exactly_through_the_cassette(tmp_path_factory, va
     assert loaded["request"]["body"] == value
 
 
-@props
 @given(body=st.binary(max_size=300), content_type=content_types)
 def test_any_bytes_round_trip_exactly_through_the_cassette(tmp_path_factory, body, content_type):
     recorded = round_trip(tmp_path_factory.mktemp("p"), body, content_type, [])["response"]
@@ -87,7 +83,6 @@ def test_any_bytes_round_trip_exactly_through_the_cassette(tmp_path_factory, bod
         assert replayed == body
 
 
-@props
 @given(headers=st.lists(st.tuples(header_names | st.sampled_from(sorted(DROPPED_HEADERS)), header_values), max_size=8))
 def test_response_headers_round_trip_and_secrets_are_dropped(tmp_path_factory, headers):
     loaded = round_trip(tmp_path_factory.mktemp("p"), b"{}", "application/json", headers)
@@ -99,7 +94,6 @@ def test_response_headers_round_trip_and_secrets_are_dropped(tmp_path_factory, h
             assert value in kept[name]
 
 
-@props
 @given(value=json_values, seed=st.randoms(use_true_random=False))
 def test_key_ignores_key_order_and_whitespace(value, seed):
     def shuffled(v):
@@ -114,7 +108,6 @@ def test_key_ignores_key_order_and_whitespace(value, seed):
     assert key_of(identity(facts(compact))) == key_of(identity(facts(spaced)))
 
 
-@props
 @given(body=st.binary(max_size=200), content_type=content_types,
        headers=st.dictionaries(header_names, any_text, max_size=5), key_headers=st.lists(header_names, max_size=3))  # fmt: skip
 def test_key_of_any_request_is_32_hex_and_never_raises(body, content_type, headers, key_headers):
@@ -122,7 +115,6 @@ def test_key_of_any_request_is_32_hex_and_never_raises(body, content_type, heade
     assert re.fullmatch(r"[0-9a-f]{32}", key)
 
 
-@props
 @given(host=any_text, path=any_text, port=st.integers(1, 65535), scheme=st.sampled_from(["http", "https"]))
 def test_cassette_path_from_any_host_and_path_stays_inside_the_folder(host, path, port, scheme):
     relative = relative_path(scheme, host, port, path, "0" * 32)

@@ -3,13 +3,13 @@
 An exception inside the `request` hook makes mitmproxy forward the request
 upstream, so a key that raises is a leak in replay mode. Hosts are keyed as DNS
 sees them (`API.OpenAI.com.` is `api.openai.com`); credential query parameters
-(presigned and SAS URLs included) are never part of the key or the stored URL.
+(presigned and SAS URLs included) are never part of the key or the stored URL. Such requests sent byte for byte
+through a real mitmdump: test_bad_input.py::test_a_request_not_readable_as_text_records_and_replays_and_is_never_forwarded_in_replay.
 """
 
 from __future__ import annotations
 
 import re
-import socket
 from urllib.parse import parse_qsl
 
 import pytest
@@ -24,10 +24,8 @@ from cassette_proxy.core.key import (
     request_key,
 )
 from cassette_proxy.core.location import relative_name
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-
-props = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def from_wire(raw: bytes) -> str:
@@ -41,7 +39,6 @@ def request(
     return RequestFacts("POST", "https", host, 443, path, list(query), headers or {}, body, content_type)
 
 
-@props
 @given(
     path=st.binary(max_size=60),
     raw_query=st.binary(max_size=60),
@@ -118,7 +115,6 @@ def test_a_trailing_dot_or_upper_case_host_gets_the_same_key_and_folder():
     assert relative_name("https", "bücher.example", 443, "/", key).startswith("xn--bcher-kva.example/")
 
 
-@props
 @given(host=st.text(st.characters(exclude_categories=()), max_size=80))
 def test_normal_host_never_raises(host):
     assert isinstance(normal_host(host), str)
@@ -153,41 +149,3 @@ def test_sas_fields_count_outside_a_sas_url():
     """`sp`, `se`, `st` are ordinary parameters of some APIs: dropped only next to `sig`."""
     assert public_query([("sp", "1"), ("st", "2")]) == [("sp", "1"), ("st", "2")]
     assert public_query([("sp", "1"), ("sig", "x")]) == []
-
-
-def raw_exchange(proxy, head: bytes, body: bytes) -> bytes:
-    """A plain-HTTP proxy request sent byte for byte: no client would send these bytes."""
-    with socket.create_connection(("127.0.0.1", proxy.port()), timeout=30) as conn:
-        conn.sendall(head + b"\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body) + body)
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
-
-
-UNREADABLE = {
-    "query-ff": (b"POST http://api.openai.com/v1/chat/completions?x=%ff HTTP/1.1\r\nhost: api.openai.com", b"{}"),
-    "multipart-ff": (
-        b"POST http://api.openai.com/v1/audio/transcriptions HTTP/1.1\r\nhost: api.openai.com\r\n"
-        b"content-type: multipart/form-data; boundary=\xff",
-        b"--\xff\r\ncontent-disposition: form-data; name=file\r\n\r\nabc\r\n--\xff--\r\n",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(UNREADABLE))
-def test_a_request_not_readable_as_text_records_and_replays_and_is_never_forwarded_in_replay(
-    start_proxy, http_upstream, cassette_dir, name
-):
-    head, body = UNREADABLE[name]
-    replay = start_proxy(http_upstream, cassette_mode="replay")
-    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 409")  # a miss, answered here
-    replay.stop()
-    assert http_upstream.count == 0
-    recorder = start_proxy(http_upstream, cassette_mode="record")
-    assert raw_exchange(recorder, head, body).startswith(b"HTTP/1.1 200")
-    assert recorder.stop()["counts"]["recorded"] == 1
-    replay = start_proxy(http_upstream, cassette_mode="replay")
-    assert raw_exchange(replay, head, body).startswith(b"HTTP/1.1 200")
-    assert replay.stop()["counts"]["hits"] == 1
-    assert http_upstream.count == 1
