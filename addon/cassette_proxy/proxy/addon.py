@@ -109,6 +109,7 @@ class CassetteAddon:
         self.recorder.configure(run.redact_rules, run.redact_specs, run.record_statuses, run.recipe.to_json())
         self.replayer.configure(run.root, run.max_size, REPLAY_CACHE_SIZE + run.preload, run.replay_speed)
         self.telemetry.configure(run.telemetry)
+        self.upstream.configure(run.upstream_timeout)
         self.sessions.configure(run.root, run.max_size, run.session_ignore, run.recipe.to_json(), run.redact_rules)
         run_rules = RequestRules(
             None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses

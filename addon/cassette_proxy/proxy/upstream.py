@@ -72,8 +72,13 @@ class UpstreamGuard:
 
     def __init__(self, report: Report) -> None:
         self.report = report
+        self.timeout = 120
+        """cassette_upstream_timeout, in seconds."""
         self.timers: dict[str, asyncio.TimerHandle] = {}
         self.tasks: set[asyncio.Task] = set()
+
+    def configure(self, timeout: int) -> None:
+        self.timeout = timeout
 
     def forward(self, flow: http.HTTPFlow) -> None:
         """Hold the flow until the probe has run; the cassette addon calls this for each forwarded request."""
@@ -92,11 +97,11 @@ class UpstreamGuard:
             request = flow.request
             if flow.server_conn.via is None:
                 tls = upstream_tls(ctx.options) if request.scheme == "https" else None
-                problem = await unreachable(request.host, request.port, tls, ctx.options.cassette_upstream_timeout)
+                problem = await unreachable(request.host, request.port, tls, self.timeout)
                 if problem:
                     flow.response = self.give_up(flow, 502, f"upstream unreachable: {problem}")
                     return
-            timeout = ctx.options.cassette_upstream_timeout
+            timeout = self.timeout
             self.timers[flow.id] = asyncio.get_running_loop().call_later(timeout, self._expire, flow, timeout)
         finally:
             flow.resume()
