@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 from ..core.report import strict_failures, summary
 from ..launch import launcher, silent_run
@@ -40,10 +41,11 @@ def run(args: argparse.Namespace) -> int:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
     for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
         signal.signal(sig, _exit_on_signal)
-    proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
+    # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
+    proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ), wait=False)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
-        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)})
+        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}, proxy)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
@@ -64,17 +66,30 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _run_command(command: list[str], env: dict[str, str]) -> int:
+def _run_command(command: list[str], env: dict[str, str], proxy: launcher.RunningProxy) -> int:
     """COMMAND's exit status (128 + N when killed by signal N, as shells report it).
 
     Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
     the proxy outlives the suite's teardown; SIGTERM and SIGHUP sent to us are
-    passed on to COMMAND.
+    passed on to COMMAND. COMMAND starts before the proxy is up: when it does not
+    come up, COMMAND is stopped (SIGTERM) and the run fails with the proxy's error.
     """
     try:
         child = subprocess.Popen(command, env=env)
     except FileNotFoundError:
         raise launcher.LauncherError(f"command not found: {command[0]}") from None
+    failure: list[launcher.LauncherError] = []
+
+    def watch() -> None:
+        try:
+            proxy.wait_ready()
+        except launcher.LauncherError as e:
+            failure.append(e)
+            if child.poll() is None:
+                child.terminate()
+
+    watcher = threading.Thread(target=watch, name="cassette proxy start", daemon=True)
+    watcher.start()
     previous = {sig: signal.signal(sig, lambda sig, _: child.send_signal(sig)) for sig in FORWARDED_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -82,4 +97,7 @@ def _run_command(command: list[str], env: dict[str, str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    watcher.join()
+    if failure:
+        raise failure[0]
     return 128 - status if status < 0 else status

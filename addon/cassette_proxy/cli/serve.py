@@ -16,7 +16,8 @@ import time
 from ..core.atomic_write import write_atomic
 from ..core.report import summary
 from ..launch import launcher
-from ..launch.serve_state import STATE_HEADER, private_folder, state_file
+from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.user_folder import private_folder
 from . import proxy_flags
 
 

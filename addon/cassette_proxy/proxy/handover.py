@@ -1,0 +1,152 @@
+"""Listening sockets handed over by the launcher: the command starts at once, its first connections wait for us.
+
+mitmdump takes seconds to import and configure, and the command it serves
+(an interpreter, the SDKs, a test collection) takes about as long to start. So
+the launcher binds and listens on the run's ports itself, starts mitmdump with
+those sockets inherited (`$CASSETTE_HANDOVER`: `{"mode": ..., "sockets": {port: fd}}`)
+and starts the command at the same time. A client that connects before the
+proxy is ready is held in the kernel's accept queue, not refused: nothing
+accepts it until this module says so.
+
+Two pieces, because mitmproxy starts its servers before any addon's `running`:
+
+- at import (when mitmdump loads `addon/cassette.py`, before its servers start),
+  mitmproxy's `listen` is wrapped so that a mode on a handed port gets an
+  asyncio server on the handed socket that does not accept yet (TCP only: the
+  UDP twin of a reverse `https` listener, for HTTP/3, is not opened);
+- `HandOver.running`, after the cassette addon's own `running` (routes, report,
+  ready file), checks that the proxy runs in the mode the launcher asked for,
+  then starts accepting. A proxy in another mode never answers a request: it
+  closes the sockets (queued clients get a reset) and shuts down.
+
+If this module is not loaded, mitmproxy binds the handed ports itself and fails
+("address already in use"): a run without the addon cannot serve by accident.
+
+Stopping: the addon writes its report in `done`; what follows is the
+interpreter tearing down its modules, 0.15-0.4 s here. After a requested
+shutdown (SIGTERM) `done` registers an exit that flushes the logs and ends the
+process at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+
+from mitmproxy import ctx
+from mitmproxy.proxy import mode_servers
+
+from ..core.printable import logger
+
+log = logger(__name__)
+
+HANDOVER_VAR = "CASSETTE_HANDOVER"
+LISTEN_BACKLOG = 4096
+"""The backlog asyncio re-listens a handed socket with (the launcher listened with the same)."""
+
+
+def parse_handover(value: str) -> tuple[str, dict[int, int]]:
+    """`$CASSETTE_HANDOVER` → (the mode the launcher asked for, {port: file descriptor}); ValueError when malformed."""
+    data = json.loads(value)
+    if not isinstance(data, dict) or not isinstance(data.get("mode"), str) or not isinstance(data.get("sockets"), dict):
+        raise ValueError(f'${HANDOVER_VAR} is not {{"mode": ..., "sockets": {{port: fd}}}}: {value[:200]!r}')
+    return data["mode"], {int(port): int(fd) for port, fd in data["sockets"].items()}
+
+
+class HandedSockets:
+    """The sockets of one launch, by port, and the servers made on them that wait to accept."""
+
+    def __init__(self, mode: str, descriptors: dict[int, int]) -> None:
+        self.mode = mode
+        self.sockets = {port: socket.socket(fileno=fd) for port, fd in descriptors.items()}
+        self.waiting: list[asyncio.Server] = []
+
+    def install(self) -> None:
+        """Wrap mitmproxy's `listen` (11.x and 12.x: `AsyncioServerInstance.listen(self, host, port)`)."""
+        original = mode_servers.AsyncioServerInstance.listen
+        handed = self
+
+        async def listen(instance, host: str, port: int) -> list:
+            sock = handed.sockets.pop(port, None)
+            if sock is None:
+                return await original(instance, host, port)
+            server = await asyncio.start_server(
+                instance.handle_stream, sock=sock, backlog=LISTEN_BACKLOG, start_serving=False
+            )
+            handed.waiting.append(server)
+            return [server]
+
+        mode_servers.AsyncioServerInstance.listen = listen
+
+    async def serve(self) -> None:
+        """Accept from now on: queued connections first."""
+        for server in self.waiting:
+            await server.start_serving()
+        self.waiting = []
+
+    def refuse(self) -> None:
+        """Never accept: queued and later clients get a reset."""
+        for server in self.waiting:
+            server.close()
+        for sock in self.sockets.values():
+            sock.close()
+        self.waiting, self.sockets = [], {}
+
+
+def _from_environment() -> HandedSockets | None:
+    value = os.environ.pop(HANDOVER_VAR, None)  # not for the replay workers this process starts
+    if not value:
+        return None
+    mode, descriptors = parse_handover(value)
+    handed = HandedSockets(mode, descriptors)
+    handed.install()
+    return handed
+
+
+HANDED = _from_environment()
+"""This process's handed sockets, installed as mitmdump loads the addon; None when mitmdump was started by hand."""
+
+
+class HandOver:
+    """Listed after the cassette addon in `addon/cassette.py`: its `running` comes after the addon's."""
+
+    def __init__(self, handed: HandedSockets | None = None) -> None:
+        self.handed = handed
+
+    async def running(self) -> None:
+        handed = self.handed
+        if handed is None:
+            return
+        if handed.sockets:
+            ports = ", ".join(map(str, sorted(handed.sockets)))
+            self._refuse(f"no proxy mode listens on the handed port(s) {ports}")
+            return
+        mode = ctx.options.cassette_mode
+        if mode != handed.mode:
+            self._refuse(f"the proxy runs in mode {mode!r}, not the {handed.mode!r} the launcher asked for")
+            return
+        await handed.serve()
+
+    def _refuse(self, reason: str) -> None:
+        log.error(f"cassette: not serving: {reason}; the listening sockets are closed")
+        self.handed.refuse()
+        ctx.master.shutdown()
+
+    def done(self) -> None:
+        if self.handed is not None and ctx.master.should_exit.is_set():
+            atexit.register(_exit_now)  # registered last, so run first: after every addon's `done`
+
+
+def _exit_now() -> None:
+    """The end of a requested shutdown, without the interpreter's teardown: the report is written, logs flushed."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or its reader gone
+            stream.flush()
+    os._exit(0)
