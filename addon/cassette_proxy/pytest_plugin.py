@@ -25,6 +25,7 @@ are set before collection, so a client built with no arguments uses them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,10 @@ ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
 REPORTS = pytest.StashKey[list[Report]]()
 CURRENT = pytest.StashKey[tuple[str, dict]]()
 """The test announced to the proxy and its options, while it runs."""
+FAILED_START = pytest.StashKey[str]()
+"""Why the session's proxy did not come up, for the summary (a session that ran no test never asked)."""
+ANNOUNCED = pytest.StashKey[str]()
+"""The test the proxy takes as current: from its start until the next test's start, or the end of the last."""
 
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
@@ -138,7 +143,10 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
     """Start the session's proxy and point this process's environment at it; inside `cassette run`, use its proxy."""
     if PROXY not in config.stash:
         try:
-            proxy = _outer(config) or launcher.start(_settings(config, launcher.find_mitmdump(None, os.environ)))
+            # Not waiting for it: collection (importing the suite and its SDKs) goes on while mitmdump starts,
+            # and a client that connects before the proxy is ready waits in the queue (launcher.py).
+            settings = _settings(config, launcher.find_mitmdump(None, os.environ))
+            proxy = _outer(config) or launcher.start(settings, wait=False)
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
@@ -218,13 +226,25 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
     proxy = config.stash.get(PROXY, None)
     if proxy is None or not _announces(config):
         return
+    _ready(config)
     try:
         if test is None:
-            proxy.control().end(config.stash[CURRENT][0])
+            if ANNOUNCED in config.stash:
+                proxy.control().end(config.stash[ANNOUNCED])
+                del config.stash[ANNOUNCED]
         else:
             proxy.control().start(test, config.stash[CURRENT][1], resume=resume)
+            config.stash[ANNOUNCED] = test
     except (ControlError, OSError) as e:
         raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
+
+
+def _ready(config: pytest.Config) -> None:
+    """The session's proxy is up, or the session stops with why not (mitmdump's log)."""
+    try:
+        config.stash[PROXY].wait_ready()
+    except launcher.LauncherError as e:
+        raise pytest.UsageError(f"cassette: {e}") from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -241,11 +261,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the test's teardown. The next test's start ends this one: between the two no code of the suite runs,
+    and one call per test instead of two is what the per-test route costs over `cassette run`."""
     try:
         return (yield)
     finally:
         if CURRENT in item.config.stash:
-            _announce(item.config, None)
+            if nextitem is None:
+                _announce(item.config, None)
             del item.config.stash[CURRENT]
 
 
@@ -293,8 +316,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if PROXY not in config.stash:
         return
+    if ANNOUNCED in config.stash:  # the session stopped early (-x, an interrupt): no test runs any more
+        with contextlib.suppress(pytest.UsageError):
+            _announce(config, None)
     config.stash[ENVIRONMENT].undo()
-    report = config.stash[PROXY].stop()
+    proxy = config.stash[PROXY]
+    try:
+        proxy.wait_ready()
+    except launcher.LauncherError as e:
+        config.stash[FAILED_START] = str(e)
+    report = proxy.stop()
     del config.stash[PROXY]
     if report is None:
         return
@@ -312,6 +343,8 @@ def pytest_testnodedown(node, error) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if FAILED_START in config.stash:
+        terminalreporter.write_line(f"cassette: {config.stash[FAILED_START]}")
     reports = config.stash.get(REPORTS, [])
     if not reports:
         return

@@ -18,6 +18,8 @@ import samples
 from cassette_command import cassette
 from harness import FAKE_OPENAI_KEY, mitmdump_path
 
+pytest_plugins = ["pytester"]
+
 GATED_MITMDUMP = """#!/bin/sh
 # mitmdump once $CASSETTE_TEST_GATE exists: what a slow start looks like, made certain.
 while [ ! -e "$CASSETTE_TEST_GATE" ]; do sleep 0.02; done
@@ -90,6 +92,40 @@ def test_requests_sent_before_mitmdump_even_starts_are_held_and_answered(tmp_pat
         "forward: from the cassette",
     ]
     assert "cassette: replay: 2 hits, 0 misses, 0 recorded, 0 upstream" in result.stderr
+
+
+PLUGIN_SUITE = """
+import json, os, pathlib, socket, sys
+from urllib.parse import urlsplit
+import openai
+
+# At import, during collection: the plugin has started the proxy (sessionstart) but not waited for it.
+folder = pathlib.Path(os.environ["SSL_CERT_FILE"]).parent
+gate = pathlib.Path(os.environ["CASSETTE_TEST_GATE"])
+BEFORE = not (folder / "ready.json").exists() and not gate.exists()
+client = openai.OpenAI(api_key="{key}", max_retries=0)
+gate.touch()
+
+
+def test_the_proxy_was_not_running_at_import():
+    assert BEFORE
+
+
+def test_a_call_answered_from_the_cassette():
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "early"}}])
+    assert reply.choices[0].message.content == "from the cassette"
+"""
+
+
+def test_the_plugin_collects_while_mitmdump_starts(pytester, gated, monkeypatch):
+    keep_a_ca(pytester.path)
+    samples.write(pytester.path / "cassettes", samples.chat("early", "from the cassette"))
+    pytester.makeini("[pytest]\ncassette = true\n")
+    pytester.makepyfile(test_early=PLUGIN_SUITE.format(key=FAKE_OPENAI_KEY))
+    monkeypatch.setenv("CASSETTE_MITMDUMP", str(gated))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["cassette: replay: 1 hits, 0 misses*"])
 
 
 WAITING_CLIENT = """
