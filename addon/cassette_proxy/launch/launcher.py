@@ -379,7 +379,8 @@ class RunningProxy:
 
 def command(settings: Settings, private: Path, port: int, reverse_ports: Sequence[int]) -> list[str]:
     args = [settings.mitmdump, "--listen-host", "127.0.0.1", "-p", str(port)]
-    args += ["--set", f"confdir={private / 'confdir'}"]
+    # Servers start once the addon has loaded, on the handed sockets (proxy/handover.py), not before.
+    args += ["--set", f"confdir={private / 'confdir'}", "--set", "server=false"]
     if settings.reverse:
         args += ["--mode", "regular"]
         for reverse, reverse_port in zip(settings.reverse, reverse_ports, strict=True):

@@ -4,23 +4,27 @@ mitmdump takes seconds to import and configure, and the command it serves
 (an interpreter, the SDKs, a test collection) takes about as long to start. So
 the launcher binds and listens on the run's ports itself, starts mitmdump with
 those sockets inherited (`$CASSETTE_HANDOVER`: `{"mode": ..., "sockets": {port: fd}}`)
-and starts the command at the same time. A client that connects before the
-proxy is ready is held in the kernel's accept queue, not refused: nothing
-accepts it until this module says so.
+and `--set server=false`, and starts the command at the same time. A client
+that connects before the proxy is ready is held in the kernel's accept queue,
+not refused: nothing accepts it until this module says so.
 
-Two pieces, because mitmproxy starts its servers before any addon's `running`:
+mitmproxy starts its servers before any addon's `running`, and 12.x before it
+loads the scripts, so the servers are started here instead, in three steps:
 
-- at import (when mitmdump loads `addon/cassette.py`, before its servers start),
-  mitmproxy's `listen` is wrapped so that a mode on a handed port gets an
-  asyncio server on the handed socket that does not accept yet (TCP only: the
-  UDP twin of a reverse `https` listener, for HTTP/3, is not opened);
-- `HandOver.running`, after the cassette addon's own `running` (routes, report,
-  ready file), checks that the proxy runs in the mode the launcher asked for,
-  then starts accepting. A proxy in another mode never answers a request: it
-  closes the sockets (queued clients get a reset) and shuts down.
+- at import (mitmdump loading `addon/cassette.py`), mitmproxy's `listen` is
+  wrapped: a mode on a handed port gets an asyncio server on the handed socket
+  that does not accept yet (TCP only: the UDP twin of a reverse `https`
+  listener, for HTTP/3, is not opened);
+- `ListenOnHandedSockets.running`, listed before the cassette addon, turns
+  `server` on and waits for mitmproxy's servers: the addon's own `running`
+  then sees them (routes, report, ready file);
+- `ServeHandedSockets.running`, listed after it, checks that the proxy runs in
+  the mode the launcher asked for, then starts accepting. A proxy in another
+  mode never answers a request: it closes the sockets (queued clients get a
+  reset) and shuts down.
 
-If this module is not loaded, mitmproxy binds the handed ports itself and fails
-("address already in use"): a run without the addon cannot serve by accident.
+Without this module mitmdump would not serve at all (`server=false`), and
+mitmproxy cannot bind the handed ports itself: nothing serves by accident.
 
 Stopping: the addon writes its report in `done`; what follows is the
 interpreter tearing down its modules, 0.15-0.4 s here. After a requested
@@ -66,6 +70,7 @@ class HandedSockets:
         self.mode = mode
         self.sockets = {port: socket.socket(fileno=fd) for port, fd in descriptors.items()}
         self.waiting: list[asyncio.Server] = []
+        self.refused = False
 
     def install(self) -> None:
         """Wrap mitmproxy's `listen` (11.x and 12.x: `AsyncioServerInstance.listen(self, host, port)`)."""
@@ -97,6 +102,7 @@ class HandedSockets:
         for sock in self.sockets.values():
             sock.close()
         self.waiting, self.sockets = [], {}
+        self.refused = True
 
 
 def _from_environment() -> HandedSockets | None:
@@ -113,34 +119,51 @@ HANDED = _from_environment()
 """This process's handed sockets, installed as mitmdump loads the addon; None when mitmdump was started by hand."""
 
 
-class HandOver:
-    """Listed after the cassette addon in `addon/cassette.py`: its `running` comes after the addon's."""
+class ListenOnHandedSockets:
+    """Listed before the cassette addon in `addon/cassette.py`: mitmproxy's servers, on the handed sockets, exist
+    (not accepting) before the addon's `running`."""
 
-    def __init__(self, handed: HandedSockets | None = None) -> None:
+    def __init__(self, handed: HandedSockets | None) -> None:
+        self.handed = handed
+
+    async def running(self) -> None:
+        if self.handed is None:
+            return
+        ctx.options.update(server=True)  # the launcher started mitmdump with server=false
+        if not await ctx.master.addons.get("proxyserver").setup_servers():
+            _refuse(self.handed, "mitmproxy could not start its servers (see above)")
+
+
+class ServeHandedSockets:
+    """Listed after the cassette addon: its `running` (routes, report, ready file) comes first."""
+
+    def __init__(self, handed: HandedSockets | None) -> None:
         self.handed = handed
 
     async def running(self) -> None:
         handed = self.handed
-        if handed is None:
+        if handed is None or handed.refused:
             return
         if handed.sockets:
-            ports = ", ".join(map(str, sorted(handed.sockets)))
-            self._refuse(f"no proxy mode listens on the handed port(s) {ports}")
+            _refuse(
+                handed, f"no proxy mode listens on the handed port(s) {', '.join(map(str, sorted(handed.sockets)))}"
+            )
             return
         mode = ctx.options.cassette_mode
         if mode != handed.mode:
-            self._refuse(f"the proxy runs in mode {mode!r}, not the {handed.mode!r} the launcher asked for")
+            _refuse(handed, f"the proxy runs in mode {mode!r}, not the {handed.mode!r} the launcher asked for")
             return
         await handed.serve()
-
-    def _refuse(self, reason: str) -> None:
-        log.error(f"cassette: not serving: {reason}; the listening sockets are closed")
-        self.handed.refuse()
-        ctx.master.shutdown()
 
     def done(self) -> None:
         if self.handed is not None and ctx.master.should_exit.is_set():
             atexit.register(_exit_now)  # registered last, so run first: after every addon's `done`
+
+
+def _refuse(handed: HandedSockets, reason: str) -> None:
+    log.error(f"cassette: not serving: {reason}; the listening sockets are closed")
+    handed.refuse()
+    ctx.master.shutdown()
 
 
 def _exit_now() -> None:
