@@ -60,6 +60,7 @@ from .listen_backlog import raise_backlog
 from .record import Recorder, RecordTarget
 from .replay import DEFAULT_PRELOAD, REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable, parse_route_names
+from .runs import Runs
 from .seal import Seal
 from .sequence import Sequencer
 from .sessions import Sessions, SessionTarget, is_upgrade
@@ -89,6 +90,8 @@ class Cassette:
         self.sequencer = Sequencer()
         self.control = TestControl()
         self.control.on_start = self.sequencer.start
+        self.runs = Runs(self.report, self.recorder, self.sequencer, self.control)
+        """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
         self.closest = ClosestSearch()
         self.seal = Seal()
         self.routes = RouteTable()
