@@ -18,6 +18,9 @@ fixture wider than a function is set up, requests belong to no test. So
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
 
+A warm proxy (`cassette serve`, `cassette run --keep`) with exactly the
+session's settings is reused instead of starting one (launch/warm_proxy.py).
+
 Reverse routes (`cassette_reverse`) are wired into this process too: their
 base-URL variables (OPENAI_BASE_URL, OLLAMA_HOST, ... see launch/client_env.py)
 are set before collection, so a client built with no arguments uses them.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,7 @@ from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .launch import launcher, silent_run
+from .launch import launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
 from .launch.outer_proxy import OuterProxy, outer_proxy
 
@@ -146,7 +150,11 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
             # Not waiting for it: collection (importing the suite and its SDKs) goes on while mitmdump starts,
             # and a client that connects before the proxy is ready waits in the queue (launcher.py).
             settings = _settings(config, launcher.find_mitmdump(None, os.environ))
-            proxy = _outer(config) or launcher.start(settings, wait=False)
+            proxy = (
+                _outer(config)
+                or warm_proxy.attach(settings, os.environ, lambda message: print(message, file=sys.stderr))
+                or launcher.start(settings, wait=False)
+            )
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()

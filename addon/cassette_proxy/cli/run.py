@@ -10,9 +10,9 @@ import sys
 import threading
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher, silent_run
+from ..launch import launcher, silent_run, warm_proxy
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
-from . import proxy_flags
+from . import proxy_flags, serve
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -31,6 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="Exit non-zero when there was a miss, a cassette error or (in replay) an upstream request, "
         "even if the command swallowed it and succeeded.",
     )
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="Leave the proxy running after COMMAND as a warm proxy (`cassette serve --detach`), for later runs with "
+        f"the same settings to reuse; it stops after {warm_proxy.IDLE_DEFAULT / 60:.0f} min without a run, or on "
+        "`cassette serve --stop`.",
+    )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     parser.set_defaults(func=run)
 
@@ -41,8 +47,11 @@ def run(args: argparse.Namespace) -> int:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
     for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
         signal.signal(sig, _exit_on_signal)
-    # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
-    proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ), wait=False)
+    settings = proxy_flags.settings_from_arguments(args, os.environ)
+    proxy = _warm(settings, keep=args.keep)
+    if proxy is None:
+        # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
+        proxy = launcher.start(settings, wait=False)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
         status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}, proxy)
@@ -60,6 +69,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
         return status or 1
     return status
+
+
+def _warm(settings: launcher.Settings, keep: bool) -> launcher.RunningProxy | None:
+    """This run on the warm proxy with its settings (warm_proxy.py); with `keep`, one started first if none serves."""
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    proxy = warm_proxy.attach(settings, os.environ, say)
+    if proxy is None and keep and serve.detach(settings, os.environ, warm_proxy.IDLE_DEFAULT) is not None:
+        proxy = warm_proxy.attach(settings, os.environ, say)
+    return proxy
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:

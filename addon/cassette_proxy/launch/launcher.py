@@ -225,7 +225,7 @@ class RunningProxy:
         self,
         settings: Settings,
         private: Path,
-        process: subprocess.Popen,
+        process: subprocess.Popen | None,
         port: int,
         reverse_ports: Sequence[int],
         control_token: str,
@@ -237,6 +237,7 @@ class RunningProxy:
         """This run's secret for the control channel: in mitmdump's environment and the clients', never on disk."""
         self.private = private
         self.process = process
+        """mitmdump; None for a run on a warm proxy another process serves (warm_proxy.py)."""
         self.url = f"http://127.0.0.1:{port}"
         self.reverse_ports = dict(zip((r.name for r in settings.reverse), reverse_ports, strict=True))
         self.base_urls = {
@@ -275,6 +276,7 @@ class RunningProxy:
             if self._failure is not None:
                 raise self._failure
             if self._ready is None:
+                assert self.process is not None
                 try:
                     self._ready = _wait_ready(self.private / "ready.json", self.process, self.log_path)
                     if self._ready["mode"] != self.settings.mode:
@@ -363,6 +365,7 @@ class RunningProxy:
             self.wait_ready()
         if self._control is not None:
             self._control.close()
+        assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
