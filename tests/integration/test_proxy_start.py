@@ -16,14 +16,18 @@ from pathlib import Path
 import pytest
 import samples
 from cassette_command import cassette
+from cassette_proxy.launch import proxy_ca
 from harness import FAKE_OPENAI_KEY, mitmdump_path
 
 pytest_plugins = ["pytester"]
 
-GATED_MITMDUMP = """#!/bin/sh
-# mitmdump once $CASSETTE_TEST_GATE exists: what a slow start looks like, made certain.
-while [ ! -e "$CASSETTE_TEST_GATE" ]; do sleep 0.02; done
-exec {mitmdump} "$@"
+GATED_MITMDUMP = """#!{python}
+# mitmdump once $CASSETTE_TEST_GATE exists: what a slow start looks like, made certain. A Python script, as
+# mitmdump's own is, so the launcher finds the interpreter to make the proxy's CA with.
+import os, sys, time
+while not os.path.exists(os.environ["CASSETTE_TEST_GATE"]):
+    time.sleep(0.02)
+os.execv({python!r}, [{python!r}, {mitmdump!r}, *sys.argv[1:]])
 """
 
 EARLY_CLIENT = """
@@ -61,9 +65,10 @@ print("forward:", forward[0])
 
 @pytest.fixture
 def gated(tmp_path, monkeypatch) -> Path:
-    """A mitmdump that starts only once the returned path exists; the kept CA lives in this test's folder."""
+    """A mitmdump that starts only once the returned path exists; no CA is kept yet (a fresh machine, a CI run)."""
     wrapper = tmp_path / "gated-mitmdump"
-    wrapper.write_text(GATED_MITMDUMP.format(mitmdump=mitmdump_path()))
+    python = proxy_ca.mitmdump_python(mitmdump_path())
+    wrapper.write_text(GATED_MITMDUMP.format(python=python, mitmdump=mitmdump_path()))
     wrapper.chmod(0o755)
     gate = tmp_path / "gate"
     monkeypatch.setenv("CASSETTE_TEST_GATE", str(gate))
@@ -72,14 +77,8 @@ def gated(tmp_path, monkeypatch) -> Path:
     return wrapper
 
 
-def keep_a_ca(cwd: Path) -> None:
-    """One run first: with no CA kept, a run waits for mitmdump to make one (and keeps it for the next)."""
-    first = cassette("run", "--", "true", cwd=cwd)
-    assert first.returncode == 0, first.stderr
-
-
 def test_requests_sent_before_mitmdump_even_starts_are_held_and_answered(tmp_path, gated):
-    keep_a_ca(tmp_path)
+    """On a machine where no run made the proxy's CA yet, too."""
     samples.write(tmp_path / "cassettes", samples.chat("early", "from the cassette"))
     result = cassette(
         "run", "--mitmdump", str(gated), "--reverse", "openai=https://api.openai.com", "--",
@@ -118,7 +117,6 @@ def test_a_call_answered_from_the_cassette():
 
 
 def test_the_plugin_collects_while_mitmdump_starts(pytester, gated, monkeypatch):
-    keep_a_ca(pytester.path)
     samples.write(pytester.path / "cassettes", samples.chat("early", "from the cassette"))
     pytester.makeini("[pytest]\ncassette = true\n")
     pytester.makepyfile(test_early=PLUGIN_SUITE.format(key=FAKE_OPENAI_KEY))
@@ -186,9 +184,16 @@ print(pathlib.Path(os.environ["SSL_CERT_FILE"]).read_text().strip())
 """
 
 
-def test_the_proxy_ca_is_made_once_and_kept_private(tmp_path, monkeypatch):
+@pytest.mark.parametrize("made_by", ["the launcher", "mitmdump"])
+def test_the_proxy_ca_is_made_once_and_kept_private(tmp_path, monkeypatch, made_by):
+    """Made before mitmdump starts, with mitmdump's Python; by mitmdump itself when that Python is not found."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.delenv("CASSETTE_MODE", raising=False)
+    if made_by == "mitmdump":
+        wrapper = tmp_path / "mitmdump"
+        wrapper.write_text(f'#!/bin/sh\nexec {mitmdump_path()} "$@"\n')
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("CASSETTE_MITMDUMP", str(wrapper))
     first = cassette("run", "--proxy-ca-only", "--", sys.executable, "-c", CA, cwd=tmp_path)
     second = cassette("run", "--proxy-ca-only", "--", sys.executable, "-c", CA, cwd=tmp_path)
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr

@@ -435,7 +435,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bo
 
     Every port is bound here (port 0: a free one; `NAME=URL@PORT`: that one, or a LauncherError naming the
     route), so no two listeners or runs can race for one. With `wait=False` this returns as soon as mitmdump
-    is started, unless no CA was kept from an earlier run (the clients' bundle needs it): call `wait_ready()`.
+    is started (unless no CA could be made before it, proxy_ca.py): call `wait_ready()`.
     """
     environ = os.environ if environ is None else environ
     private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
@@ -445,7 +445,8 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bo
     process = None
     listeners: list[socket.socket] = []
     try:
-        ca_certificate = proxy_ca.install(private / "confdir")
+        confdir = private / "confdir"
+        ca_certificate = proxy_ca.install(confdir) or proxy_ca.make(settings.mitmdump, confdir)
         listeners = bind_listeners(settings)
         port, *reverse_ports = (listener.getsockname()[1] for listener in listeners)
         handover = {"mode": settings.mode, "sockets": {str(s.getsockname()[1]): s.fileno() for s in listeners}}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from ..core.atomic_write import write_atomic
@@ -44,6 +45,42 @@ def install(confdir: Path) -> Path | None:
         shutil.copyfile(folder / name, confdir / name)
         os.chmod(confdir / name, 0o600)
     return confdir / CERTIFICATE
+
+
+MAKE_CA = """
+import pathlib, sys
+from mitmproxy.certs import CertStore
+CertStore.create_store(pathlib.Path(sys.argv[1]), "mitmproxy", 2048)  # what mitmdump does for a confdir without one
+"""
+
+
+def make(mitmdump: str, confdir: Path) -> Path | None:
+    """A new CA made in `confdir` by mitmproxy's code, in the Python `mitmdump` runs with, and kept; its certificate,
+    or None when that Python is not found or failed (mitmdump then makes one as it starts)."""
+    python = mitmdump_python(mitmdump)
+    if python is None:
+        return None
+    made = subprocess.run(
+        [python, "-I", "-c", MAKE_CA, str(confdir)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60
+    )
+    if made.returncode != 0 or not all((confdir / name).is_file() for name in CA_FILES):
+        return None
+    keep(confdir)
+    return confdir / CERTIFICATE
+
+
+def mitmdump_python(mitmdump: str) -> str | None:
+    """The interpreter of a `mitmdump` console script (its `#!` line), when it is an absolute path to a Python."""
+    try:
+        with open(mitmdump, "rb") as script:
+            first = script.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    interpreter = first[2:].strip().split(b" ", 1)[0].decode(errors="replace")
+    path = Path(interpreter)
+    return interpreter if path.is_absolute() and "python" in path.name and path.is_file() else None
 
 
 def keep(confdir: Path) -> None:
