@@ -140,6 +140,10 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
         started_by="pytest",
         telemetry=config.getini("cassette_telemetry"),
         telemetry_sinks=config.getini("cassette_telemetry_sinks"),
+        # As `cassette run` chooses: in replay the proxy's CA alone, unless the environment trusts CAs of its own or
+        # sends hosts around the proxy. The system's ~145 CAs cost every new SDK client tens of ms (once per proxy
+        # variable); the plugin missed this default and paid it on every test.
+        proxy_ca_only=launcher.proxy_ca_only_by_default(mode, os.environ),
     )
 
 
