@@ -12,8 +12,10 @@
 5-7. What grows with the work (pressure.py): misses in big endpoint folders,
    big cassettes replayed for the first time (other clients' hits meanwhile,
    peak RSS), a burst of 500 connections.
-8. A whole generated pytest suite (vcr_suite.py): VCR.py's in-process replay
-   against `cassette run`, forward and reverse, and the suite with no replay.
+8. Whole generated pytest suites (vcr_suite.py), small and large: VCR.py's
+   in-process replay against `cassette run`, the plugin (shared and per-test
+   scope) and a warm proxy, start and stop included; the time to the first
+   request and to stop; one test re-run alone.
 
 `--parts` runs a subset, e.g. `--parts throughput,misses` (see PARTS).
 
@@ -720,6 +722,8 @@ def main() -> None:
     parser.add_argument("--request-mb", default="50", help="big request sizes (MB) sent while small hits are timed")
     parser.add_argument("--request-rounds", type=int, default=3, help="interleaved rounds of the big-request part")
     parser.add_argument("--vcr-rounds", type=int, default=5, help="interleaved rounds of the whole-suite part (>= 3)")
+    parser.add_argument("--vcr-tests", default="36,144", help="sizes of the whole suites (multiples of 6)")
+    parser.add_argument("--vcr-before", metavar="REV", help="also run the whole-suite routes with this revision's code")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if parts - set(PARTS):
@@ -794,8 +798,9 @@ def main() -> None:
                 },
             )
         if "vcr" in parts:
-            print(f"9. a whole suite of {vcr_suite.TESTS} tests: VCR.py against cassette run ...", flush=True)
-            results["vcr"] = vcr_suite.part_vcr(folder, upstream, max(3, args.vcr_rounds))
+            sizes = tuple(int(n) for n in args.vcr_tests.split(","))
+            print(f"9. whole suites of {args.vcr_tests} tests: VCR.py against every route of ours ...", flush=True)
+            results["vcr"] = vcr_suite.part_vcr(folder, upstream, max(3, args.vcr_rounds), sizes, args.vcr_before)
     except BaseException:
         print(f"failed; the processes' logs are kept in {folder}", file=sys.stderr)
         raise

@@ -18,6 +18,9 @@ fixture wider than a function is set up, requests belong to no test. So
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
 
+A warm proxy (`cassette serve`, `cassette run --keep`) with exactly the
+session's settings is reused instead of starting one (launch/warm_proxy.py).
+
 Reverse routes (`cassette_reverse`) are wired into this process too: their
 base-URL variables (OPENAI_BASE_URL, OLLAMA_HOST, ... see launch/client_env.py)
 are set before collection, so a client built with no arguments uses them.
@@ -25,8 +28,10 @@ are set before collection, so a client built with no arguments uses them.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +41,7 @@ from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .launch import launcher, silent_run
+from .launch import launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
 from .launch.outer_proxy import OuterProxy, outer_proxy
 
@@ -45,6 +50,10 @@ ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
 REPORTS = pytest.StashKey[list[Report]]()
 CURRENT = pytest.StashKey[tuple[str, dict]]()
 """The test announced to the proxy and its options, while it runs."""
+FAILED_START = pytest.StashKey[str]()
+"""Why the session's proxy did not come up, for the summary (a session that ran no test never asked)."""
+ANNOUNCED = pytest.StashKey[str]()
+"""The test the proxy takes as current: from its start until the next test's start, or the end of the last."""
 
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
@@ -131,6 +140,10 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
         started_by="pytest",
         telemetry=config.getini("cassette_telemetry"),
         telemetry_sinks=config.getini("cassette_telemetry_sinks"),
+        # As `cassette run` chooses: in replay the proxy's CA alone, unless the environment trusts CAs of its own or
+        # sends hosts around the proxy. The system's ~145 CAs cost every new SDK client tens of ms (once per proxy
+        # variable); the plugin missed this default and paid it on every test.
+        proxy_ca_only=launcher.proxy_ca_only_by_default(mode, os.environ),
     )
 
 
@@ -138,7 +151,14 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
     """Start the session's proxy and point this process's environment at it; inside `cassette run`, use its proxy."""
     if PROXY not in config.stash:
         try:
-            proxy = _outer(config) or launcher.start(_settings(config, launcher.find_mitmdump(None, os.environ)))
+            # Not waiting for it: collection (importing the suite and its SDKs) goes on while mitmdump starts,
+            # and a client that connects before the proxy is ready waits in the queue (launcher.py).
+            settings = _settings(config, launcher.find_mitmdump(None, os.environ))
+            proxy = (
+                _outer(config)
+                or warm_proxy.attach(settings, os.environ, lambda message: print(message, file=sys.stderr))
+                or launcher.start(settings, wait=False)
+            )
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
@@ -218,13 +238,25 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
     proxy = config.stash.get(PROXY, None)
     if proxy is None or not _announces(config):
         return
+    _ready(config)
     try:
         if test is None:
-            proxy.control().end(config.stash[CURRENT][0])
+            if ANNOUNCED in config.stash:
+                proxy.control().end(config.stash[ANNOUNCED])
+                del config.stash[ANNOUNCED]
         else:
             proxy.control().start(test, config.stash[CURRENT][1], resume=resume)
+            config.stash[ANNOUNCED] = test
     except (ControlError, OSError) as e:
         raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
+
+
+def _ready(config: pytest.Config) -> None:
+    """The session's proxy is up, or the session stops with why not (mitmdump's log)."""
+    try:
+        config.stash[PROXY].wait_ready()
+    except launcher.LauncherError as e:
+        raise pytest.UsageError(f"cassette: {e}") from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -241,16 +273,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the test's teardown. The next test's start ends this one: between the two no code of the suite runs,
+    and one call per test instead of two is what the per-test route costs over `cassette run`."""
     try:
         return (yield)
     finally:
         if CURRENT in item.config.stash:
-            _announce(item.config, None)
+            if nextitem is None:
+                _announce(item.config, None)
             del item.config.stash[CURRENT]
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator[object]:
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest
+) -> Generator[None, object, object]:
     """A session, module or class fixture serves many tests: its requests belong to none (their own counter)."""
     config = request.config
     wider = fixturedef.scope != "function" and CURRENT in config.stash
@@ -293,8 +330,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if PROXY not in config.stash:
         return
+    if ANNOUNCED in config.stash:  # the session stopped early (-x, an interrupt): no test runs any more
+        with contextlib.suppress(pytest.UsageError):
+            _announce(config, None)
     config.stash[ENVIRONMENT].undo()
-    report = config.stash[PROXY].stop()
+    proxy = config.stash[PROXY]
+    try:
+        proxy.wait_ready()
+    except launcher.LauncherError as e:
+        config.stash[FAILED_START] = str(e)
+    report = proxy.stop()
     del config.stash[PROXY]
     if report is None:
         return
@@ -312,6 +357,8 @@ def pytest_testnodedown(node, error) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    if FAILED_START in config.stash:
+        terminalreporter.write_line(f"cassette: {config.stash[FAILED_START]}")
     reports = config.stash.get(REPORTS, [])
     if not reports:
         return

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cassette_command import CASSETTE
-from cassette_proxy.launch import serve_state
+from cassette_proxy.launch import serve_state, user_folder
 
 PLANTED = "export HTTPS_PROXY=http://127.0.0.1:1\necho PLANTED-BY-ANOTHER-USER\n"
 
@@ -92,11 +92,11 @@ def test_the_folder_is_created_0700_whatever_the_umask(tmp_path):
     folder = tmp_path / "cassette-proxy-x"
     previous = os.umask(0)
     try:
-        assert serve_state.private_folder(folder, create=True)
+        assert user_folder.private_folder(folder, create=True)
     finally:
         os.umask(previous)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert not serve_state.private_folder(tmp_path / "absent", create=False)
+    assert not user_folder.private_folder(tmp_path / "absent", create=False)
 
 
 def test_serve_refuses_a_bad_folder_before_starting_a_proxy(tmp_path):

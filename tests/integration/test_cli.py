@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from cassette_command import CASSETTE, cassette, chat_command, redirect_args
-from cassette_proxy.launch import client_env, launcher
-from harness import FAKE_OPENAI_KEY, SYSTEM_CA_BUNDLE, mitmdump_path
+from cassette_proxy.launch import client_env
+from harness import FAKE_OPENAI_KEY, SYSTEM_CA_BUNDLE
 
 
 def cassette_files(folder: Path) -> list[Path]:
@@ -52,8 +51,9 @@ def test_mode_flag_beats_cassette_mode_variable(tmp_path, https_upstream):
     assert cassette_files(tmp_path / "cassettes") == []
 
 
-def test_a_mode_overridden_behind_the_launcher_is_refused(tmp_path):
-    """Another addon (or a config file) must not silently change the mode asked for."""
+def test_a_mode_overridden_behind_the_launcher_is_refused(tmp_path, https_upstream):
+    """Another addon (or a config file) must not silently change the mode asked for: the proxy, started beside the
+    command, never answers it in the other mode, and the run fails naming both."""
     other = tmp_path / "force_record.py"
     other.write_text(
         "from mitmproxy import ctx\n"
@@ -64,10 +64,13 @@ def test_a_mode_overridden_behind_the_launcher_is_refused(tmp_path):
         "addons = [ForceRecord()]\n"
     )
     args = ["--mode", "replay", "--mitmdump-arg=-s", f"--mitmdump-arg={other}"]
-    result = cassette("run", *args, "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)}
+    result = cassette("run", *args, "--", *chat_command("never recorded"), cwd=tmp_path, env=env)
     assert result.returncode == 2
     assert "mitmdump runs in mode 'record', not the 'replay' asked for" in result.stderr
-    assert "ran" not in result.stdout
+    assert "200" not in result.stdout
+    assert https_upstream.count == 0
+    assert cassette_files(tmp_path / "cassettes") == []
 
 
 def test_misspelled_mode_is_refused_before_anything_runs(tmp_path):
@@ -131,27 +134,6 @@ def test_two_runs_at_once_do_not_collide(tmp_path, https_upstream):
     ports = {url.rsplit(":", 1)[1] for pair in addresses for url in pair}
     assert len(ports) == 4, addresses
     assert https_upstream.count == 2
-
-
-def test_a_taken_reverse_port_is_retried(tmp_path, monkeypatch):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        picks = iter([taken.getsockname()[1]])
-        really_free = launcher.free_port
-        monkeypatch.setattr(launcher, "free_port", lambda: next(picks, None) or really_free())
-        settings = launcher.Settings(
-            mitmdump=mitmdump_path(),
-            cassette_dir=tmp_path / "cassettes",
-            reverse=[launcher.parse_reverse("openai=https://api.openai.com")],
-        )
-        proxy = launcher.start(settings, {})
-        try:
-            assert proxy.base_urls["openai"].startswith("http://127.0.0.1:")
-            assert proxy.base_urls["openai"] != f"http://127.0.0.1:{taken.getsockname()[1]}/v1"
-            assert proxy.base_urls["openai"].endswith("/v1")
-        finally:
-            proxy.stop()
 
 
 def test_private_confdir_is_owner_only_and_removed_after_the_run(tmp_path):
@@ -254,6 +236,8 @@ def test_sigterm_reaches_the_command_and_the_proxy_is_stopped(tmp_path):
     script = (
         "import json, os, pathlib, sys, time\n"
         "ready = pathlib.Path(os.environ['SSL_CERT_FILE']).with_name('ready.json')\n"
+        "while not ready.exists():  # the command starts beside the proxy\n"
+        "    time.sleep(0.02)\n"
         "print(json.loads(ready.read_text())['pid'], flush=True)\n"
         "time.sleep(120)\n"
     )

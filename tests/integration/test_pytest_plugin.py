@@ -171,3 +171,23 @@ def test_a_bare_client_takes_the_reverse_route_the_suite_configured(pytester, su
     replayed = pytester.runpytest_subprocess()
     replayed.assert_outcomes(passed=2)
     replayed.stdout.fnmatch_lines(["cassette: replay: 1 hits, 1 misses*", "cassette: routes: forward 0, openai 2"])
+
+
+BUNDLE_TEST = """
+import os, re
+
+def test_the_clients_trust_the_proxy_ca_alone():
+    bundle = open(os.environ["SSL_CERT_FILE"]).read()
+    assert len(re.findall("BEGIN CERTIFICATE", bundle)) == 1
+"""
+
+
+def test_in_replay_the_session_gives_clients_the_proxy_ca_alone(pytester, suite_env, monkeypatch):
+    """As `cassette run` does: a new SDK client then parses one certificate, not the system's ~145."""
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    pytester.makeini("[pytest]\ncassette = true\n")
+    pytester.makepyfile(test_bundle=BUNDLE_TEST)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)

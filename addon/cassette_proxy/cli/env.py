@@ -6,7 +6,8 @@ import argparse
 import os
 
 from ..launch import launcher
-from ..launch.serve_state import STATE_HEADER, private_folder, state_file
+from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.user_folder import private_folder
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

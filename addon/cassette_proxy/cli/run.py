@@ -7,11 +7,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher, silent_run
+from ..launch import launcher, silent_run, warm_proxy
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
-from . import proxy_flags
+from . import proxy_flags, serve
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -30,6 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="Exit non-zero when there was a miss, a cassette error or (in replay) an upstream request, "
         "even if the command swallowed it and succeeded.",
     )
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="Leave the proxy running after COMMAND as a warm proxy (`cassette serve --detach`), for later runs with "
+        f"the same settings to reuse; it stops after {warm_proxy.IDLE_DEFAULT / 60:.0f} min without a run, or on "
+        "`cassette serve --stop`.",
+    )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     parser.set_defaults(func=run)
 
@@ -40,10 +47,14 @@ def run(args: argparse.Namespace) -> int:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
     for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
         signal.signal(sig, _exit_on_signal)
-    proxy = launcher.start(proxy_flags.settings_from_arguments(args, os.environ))
+    settings = proxy_flags.settings_from_arguments(args, os.environ)
+    proxy = _warm(settings, keep=args.keep)
+    if proxy is None:
+        # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
+        proxy = launcher.start(settings, wait=False)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
-        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)})
+        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}, proxy)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
@@ -60,21 +71,46 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _warm(settings: launcher.Settings, keep: bool) -> launcher.RunningProxy | None:
+    """This run on the warm proxy with its settings (warm_proxy.py); with `keep`, one started first if none serves."""
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    proxy = warm_proxy.attach(settings, os.environ, say)
+    if proxy is None and keep and serve.detach(settings, os.environ, warm_proxy.IDLE_DEFAULT) is not None:
+        proxy = warm_proxy.attach(settings, os.environ, say)
+    return proxy
+
+
 def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _run_command(command: list[str], env: dict[str, str]) -> int:
+def _run_command(command: list[str], env: dict[str, str], proxy: launcher.RunningProxy) -> int:
     """COMMAND's exit status (128 + N when killed by signal N, as shells report it).
 
     Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
     the proxy outlives the suite's teardown; SIGTERM and SIGHUP sent to us are
-    passed on to COMMAND.
+    passed on to COMMAND. COMMAND starts before the proxy is up: when it does not
+    come up, COMMAND is stopped (SIGTERM) and the run fails with the proxy's error.
     """
     try:
         child = subprocess.Popen(command, env=env)
     except FileNotFoundError:
         raise launcher.LauncherError(f"command not found: {command[0]}") from None
+    failure: list[launcher.LauncherError] = []
+
+    def watch() -> None:
+        try:
+            proxy.wait_ready()
+        except launcher.LauncherError as e:
+            failure.append(e)
+            if child.poll() is None:
+                child.terminate()
+
+    watcher = threading.Thread(target=watch, name="cassette proxy start", daemon=True)
+    watcher.start()
     previous = {sig: signal.signal(sig, lambda sig, _: child.send_signal(sig)) for sig in FORWARDED_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -82,4 +118,7 @@ def _run_command(command: list[str], env: dict[str, str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    watcher.join()
+    if failure:
+        raise failure[0]
     return 128 - status if status < 0 else status

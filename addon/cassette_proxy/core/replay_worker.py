@@ -31,8 +31,9 @@ from .recipe import Recipe, facts_of, make_recipe
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
 
 WORKER_NICENESS = 10
-"""How much lower than the proxy a worker for one request runs (`os.nice`): with fewer free cores than busy
-processes, the event loop that serves every other client comes first, and the request that made the work waits."""
+"""How much lower than the proxy a worker runs (`os.nice`), one request's or the preload: with fewer free cores
+than busy processes, the event loop that serves every other client comes first, and the request that made the work
+(or, for the preload, nobody yet) waits."""
 
 PRELOAD_BYTES = 64 * 1024 * 1024
 """The bodies a preload sends at most: the replay cache holds 256 MB in all, and a run's later reads need room."""
@@ -152,6 +153,10 @@ def preload(
 
 def main() -> None:
     out = sys.stdout.buffer
+    # Below the proxy, and below the command it serves: a preload starts with the proxy, while the test runner
+    # imports its suite on the same cores, and is worth less than that start (a cassette it has not read yet is
+    # read on its first request, as without a preload).
+    os.nice(WORKER_NICENESS)
     if sys.argv[1] == "--preload":
         recipe = None
         if len(sys.argv) > 6:  # the run's key options, exactly as the addon gave them to `make_recipe`
@@ -160,7 +165,6 @@ def main() -> None:
         preload(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), out, recipe=recipe)
         out.flush()
         return
-    os.nice(WORKER_NICENESS)
     path, root, max_size = Path(sys.argv[1]), Path(sys.argv[2]) if sys.argv[2] else None, int(sys.argv[3])
     head, body = reply(path, root, max_size)
     out.write(json.dumps(head).encode() + b"\n")

@@ -212,6 +212,15 @@ class Report:
             self.mode = mode
             self.routes = {**dict.fromkeys(routes, 0), **self.routes}
 
+    def reset(self) -> None:
+        """Empty, keeping the mode and the route names: a new run on a warm proxy (proxy/runs.py). In place,
+        because the recorder, the guards and the sessions hold this report."""
+        with self._lock:
+            fresh = Report(mode=self.mode, routes=dict.fromkeys(self.routes, 0))
+            for f in fields(self):
+                if f.init:
+                    setattr(self, f.name, getattr(fresh, f.name))
+
     def _for_test(self, test: str | None) -> dict[str, Any]:
         entry = self.tests.get(test or NO_TEST)
         if entry is None:

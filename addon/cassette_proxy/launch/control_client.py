@@ -2,7 +2,9 @@
 
 No mitmproxy import: this runs in the test process. A request in absolute form
 straight to the proxy's listener, so no proxy variable, NO_PROXY entry or DNS
-can send it elsewhere; the proxy answers it itself.
+can send it elsewhere; the proxy answers it itself. One connection is kept
+open between calls: a runner announces every test, and a new connection per
+call cost about twice the call itself.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class ControlClient:
         self.host, self.port = parts.hostname, parts.port
         self.token = token
         self.timeout = timeout
+        self._connection: http.client.HTTPConnection | None = None
 
     def start(self, test: str, options: Mapping[str, Any] | None = None, resume: bool = False) -> dict:
         """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...)."""
@@ -41,19 +44,33 @@ class ControlClient:
         """Requests from now on belong to no test."""
         return self.call("/v1/test/end", {"test": test})
 
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
     def call(self, path: str, body: dict) -> dict:
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        try:
-            connection.request(
-                "POST",
-                CONTROL_URL + path,
-                body=json.dumps(body).encode(),
-                headers={"content-type": "application/json", TOKEN_HEADER: self.token},
-            )
-            response = connection.getresponse()
-            data = response.read()
-        finally:
-            connection.close()
+        payload = json.dumps(body).encode()
+        headers = {"content-type": "application/json", TOKEN_HEADER: self.token}
+        for attempt in (1, 2):
+            reused = self._connection is not None
+            if self._connection is None:
+                self._connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self._connection.request("POST", CONTROL_URL + path, body=payload, headers=headers)
+                response = self._connection.getresponse()
+                data = response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.close()
+                if reused and attempt == 1:
+                    continue  # the proxy closed the kept connection between calls: once more on a new one
+                raise
+            except BaseException:
+                self.close()
+                raise
+            if response.will_close:
+                self.close()
+            break
         try:
             answer = json.loads(data)
         except ValueError:

@@ -1,9 +1,16 @@
 """Run mitmdump with the cassette addon: find it, start it, wait for it, stop it.
 
-The one place that knows how to start the proxy (a free port, a private
-confdir, the ready file) and how to stop it; `cassette run`, `cassette serve`
-and the pytest plugin all start it through `start()`. What a client process
-needs in its environment to use it is in client_env.py.
+The one place that knows how to start the proxy (its listening sockets, a
+private confdir, the ready file) and how to stop it; `cassette run`, `cassette
+serve` and the pytest plugin all start it through `start()`. What a client
+process needs in its environment to use it is in client_env.py.
+
+The launcher binds and listens on every port itself and hands the sockets to
+mitmdump (proxy/handover.py), so the ports are known, and the command can
+start, before mitmdump has even imported mitmproxy: a connection made before
+the proxy is ready waits in the kernel's queue and is answered once the addon
+runs. `start(wait=False)` returns at once (given the CA kept from an earlier
+run, proxy_ca.py); `RunningProxy.wait_ready()` then says whether it came up.
 
 No mitmproxy import here: mitmdump runs from its own environment (mitmproxy pins
 h11 below what current SDKs need), found by `find_mitmdump()`.
@@ -11,6 +18,7 @@ h11 below what current SDKs need), found by `find_mitmdump()`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +49,7 @@ from ..core.defaults import (
     default_mode,
 )
 from ..core.report import Report, ReportError
+from . import proxy_ca
 from .client_env import (
     LOOPBACK,
     NODE_TEST_HOOKS,
@@ -52,18 +62,17 @@ from .client_env import (
     write_ca_bundle,
 )
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
-from .java_truststore import write_truststore
+from .errors import LauncherError
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
 
 
-PORT_ATTEMPTS = 5
 READY_TIMEOUT = 60.0
-
-
-class LauncherError(Exception):
-    """A problem the user can fix; the message says what and how."""
+HANDOVER_VAR = "CASSETTE_HANDOVER"
+"""How mitmdump learns which inherited descriptors are its listening sockets (proxy/handover.py)."""
+LISTEN_BACKLOG = 4096
+"""Connections the kernel holds for the proxy before it accepts them (capped by net.core.somaxconn)."""
 
 
 @dataclass(frozen=True)
@@ -178,7 +187,7 @@ class Settings:
         hosts = list(self.hosts or DEFAULT_HOSTS)
         for reverse in self.reverse:
             host = urlsplit(reverse.origin).hostname
-            if host not in hosts and "*" not in hosts:
+            if host and host not in hosts and "*" not in hosts:  # parse_reverse refused a URL without a host
                 hosts.append(host)
         return hosts
 
@@ -206,25 +215,30 @@ def extra_args_from(environ: Mapping[str, str]) -> list[str]:
 
 
 class RunningProxy:
-    """A started mitmdump: its addresses, the client environment for it, and how to stop it."""
+    """A started mitmdump: its addresses, the client environment for it, and how to stop it.
+
+    Its addresses are known from the start (the launcher bound them); whether it came up is known once
+    `wait_ready()` returns. Until then a client's connection waits to be accepted.
+    """
 
     def __init__(
         self,
         settings: Settings,
         private: Path,
-        process: subprocess.Popen,
-        ready: dict,
+        process: subprocess.Popen | None,
+        port: int,
+        reverse_ports: Sequence[int],
+        control_token: str,
         environ: Mapping[str, str],
-        reverse_ports: Sequence[int] = (),
-        control_token: str = "",
+        ca_certificate: Path | None,
     ):
         self.settings = settings
         self.control_token = control_token
         """This run's secret for the control channel: in mitmdump's environment and the clients', never on disk."""
         self.private = private
         self.process = process
-        regular = [e for e in ready["listen"] if e["mode"].split("@")[0] == "regular"]
-        self.url = f"http://127.0.0.1:{regular[0]['port']}"
+        """mitmdump; None for a run on a warm proxy another process serves (warm_proxy.py)."""
+        self.url = f"http://127.0.0.1:{port}"
         self.reverse_ports = dict(zip((r.name for r in settings.reverse), reverse_ports, strict=True))
         self.base_urls = {
             reverse.name: f"http://127.0.0.1:{self.reverse_ports[reverse.name]}{reverse.base_path}"
@@ -235,21 +249,52 @@ class RunningProxy:
         for reverse in settings.reverse:
             listener = f"http://127.0.0.1:{self.reverse_ports[reverse.name]}"
             self.route_variables.update(route_variables(reverse.name, listener, reverse.base_path))
+        self._ready: dict | None = None
+        self._failure: LauncherError | None = None
+        self._ready_lock = threading.Lock()
+        self._control: ControlClient | None = None
+        if ca_certificate is None:  # no CA kept yet: mitmdump makes one, and clients can only be wired once it has
+            self.wait_ready()
+            ca_certificate = self.private / "confdir" / proxy_ca.CERTIFICATE
+            proxy_ca.keep(self.private / "confdir")
+        self._write_trust(ca_certificate, environ)
+
+    def _write_trust(self, ca_certificate: Path, environ: Mapping[str, str]) -> None:
         self.ca_bundle = write_ca_bundle(
-            private / "ca-bundle.pem",
-            private / "confdir" / "mitmproxy-ca-cert.pem",
-            environ,
-            others=not settings.proxy_ca_only,
+            self.private / "ca-bundle.pem", ca_certificate, environ, others=not self.settings.proxy_ca_only
         )
         try:
-            self.java_truststore: Path | None = write_truststore(private / "java-truststore.p12", self.ca_bundle)
+            self.java_truststore: Path | None = proxy_ca.truststore(self.ca_bundle)
         except ValueError as e:  # a certificate in the bundle that is not base64: other runtimes may still cope
             self.java_truststore = None
             print(f"cassette: Java keeps its own trust store (no proxy CA): {self.ca_bundle}: {e}", file=sys.stderr)
 
+    def wait_ready(self) -> dict:
+        """The addon's ready file once it is written; LauncherError (the same each call) when mitmdump did not come
+        up or runs in another mode than asked for. Safe from several threads."""
+        with self._ready_lock:
+            if self._failure is not None:
+                raise self._failure
+            if self._ready is None:
+                assert self.process is not None
+                try:
+                    self._ready = _wait_ready(self.private / "ready.json", self.process, self.log_path)
+                    if self._ready["mode"] != self.settings.mode:
+                        raise LauncherError(
+                            f"mitmdump runs in mode {self._ready['mode']!r}, not the {self.settings.mode!r} asked for"
+                        )
+                except LauncherError as e:
+                    self._failure = e
+                    _kill(self.process)
+                    raise
+            return self._ready
+
     def control(self) -> ControlClient:
-        """A client of the control channel: tell the proxy which test runs (control_channel.py)."""
-        return ControlClient(self.url, self.control_token)
+        """The client of the control channel: tell the proxy which test runs (control_channel.py); one kept
+        connection for every call."""
+        if self._control is None:
+            self._control = ControlClient(self.url, self.control_token)
+        return self._control
 
     @property
     def report_path(self) -> Path:
@@ -311,14 +356,22 @@ class RunningProxy:
         return "".join(f"export {name}={shlex.quote(env[name])}\n" for name in changed)
 
     def stop(self) -> Report | None:
-        """SIGTERM by PID (the addon writes its report on shutdown), then drop the private folder."""
+        """Once it is up, SIGTERM by PID (the addon writes its report on shutdown); then drop the private folder.
+
+        Waiting for it to be up first: mitmdump killed while it starts would write no report, and a command that
+        exits that early may still have connections waiting for it.
+        """
+        with contextlib.suppress(LauncherError):  # already stopped; the error is the caller's to report
+            self.wait_ready()
+        if self._control is not None:
+            self._control.close()
+        assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                _kill(self.process)
         try:
             report = Report.read(self.report_path) if self.report_path.exists() else None
         except ReportError:
@@ -327,16 +380,17 @@ class RunningProxy:
         return report
 
 
-def command(settings: Settings, private: Path, reverse_ports: Sequence[int]) -> list[str]:
-    args = [settings.mitmdump, "--listen-host", "127.0.0.1", "-p", str(settings.port)]
-    args += ["--set", f"confdir={private / 'confdir'}"]
+def command(settings: Settings, private: Path, port: int, reverse_ports: Sequence[int]) -> list[str]:
+    args = [settings.mitmdump, "--listen-host", "127.0.0.1", "-p", str(port)]
+    # Servers start once the addon has loaded, on the handed sockets (proxy/handover.py), not before.
+    args += ["--set", f"confdir={private / 'confdir'}", "--set", "server=false"]
     if settings.reverse:
         args += ["--mode", "regular"]
-        for reverse, port in zip(settings.reverse, reverse_ports, strict=True):
-            args += ["--mode", f"reverse:{reverse.origin}@{port}"]
+        for reverse, reverse_port in zip(settings.reverse, reverse_ports, strict=True):
+            args += ["--mode", f"reverse:{reverse.origin}@{reverse_port}"]
     args += ["-s", str(ADDON)]
-    for reverse, port in zip(settings.reverse, reverse_ports, strict=True):
-        args += ["--set", f"cassette_routes={reverse.name}={port}"]
+    for reverse, reverse_port in zip(settings.reverse, reverse_ports, strict=True):
+        args += ["--set", f"cassette_routes={reverse.name}={reverse_port}"]
     options = {
         # mitmproxy's own flow lines print URLs as sent, `?key=` included; the addon logs its own, without secrets.
         "flow_detail": 0,
@@ -376,87 +430,107 @@ def key_options(settings: Settings) -> list[str]:
     return args
 
 
-def start(settings: Settings, environ: Mapping[str, str] | None = None) -> RunningProxy:
-    """Start mitmdump and wait until the addon reports its addresses.
+def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bool = True) -> RunningProxy:
+    """Bind the run's ports, start mitmdump on them and, with `wait`, wait until the addon is up.
 
-    The forward listener binds port 0, so it never collides. mitmproxy cannot
-    give two listeners port 0 on one host, so each reverse listener gets a port
-    picked just before the start (unless `NAME=URL@PORT` fixed it); when another
-    process takes it in between, mitmdump exits with "address already in use"
-    and we retry with new ports.
+    Every port is bound here (port 0: a free one; `NAME=URL@PORT`: that one, or a LauncherError naming the
+    route), so no two listeners or runs can race for one. With `wait=False` this returns as soon as mitmdump
+    is started (unless no CA could be made before it, proxy_ca.py): call `wait_ready()`.
     """
     environ = os.environ if environ is None else environ
     private = Path(tempfile.mkdtemp(prefix="cassette-proxy-"))  # mode 0700
     # Through the environment, not `--set`: a command line is visible to every user of the machine.
     control_token = secrets.token_urlsafe(32)
-    proxy_environ = {**environ, CONTROL_TOKEN_VAR: control_token}
     (private / "confdir").mkdir(mode=0o700)
     process = None
+    listeners: list[socket.socket] = []
     try:
-        _check_fixed_ports(settings.reverse)
-        for _ in range(PORT_ATTEMPTS):
-            reverse_ports = [reverse.port or free_port() for reverse in settings.reverse]
-            args = command(settings, private, reverse_ports)
-            log = private / "mitmdump.log"
-            with log.open("wb") as out:
-                process = subprocess.Popen(
-                    args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=proxy_environ,
-                    start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
-                )  # fmt: skip
-            ready = _wait_ready(private / "ready.json", process, log)
-            if ready is not None:
-                break
-        else:
-            raise LauncherError(
-                f"mitmdump could not bind its reverse ports after {PORT_ATTEMPTS} attempts:\n{log.read_text()}"
-            )
-        if ready["mode"] != settings.mode:
-            raise LauncherError(f"mitmdump runs in mode {ready['mode']!r}, not the {settings.mode!r} asked for")
-        return RunningProxy(settings, private, process, ready, environ, reverse_ports, control_token)
+        confdir = private / "confdir"
+        ca_certificate = proxy_ca.install(confdir) or proxy_ca.make(settings.mitmdump, confdir)
+        listeners = bind_listeners(settings)
+        port, *reverse_ports = (listener.getsockname()[1] for listener in listeners)
+        handover = {"mode": settings.mode, "sockets": {str(s.getsockname()[1]): s.fileno() for s in listeners}}
+        proxy_environ = {**environ, CONTROL_TOKEN_VAR: control_token, HANDOVER_VAR: json.dumps(handover)}
+        # The suite's environment may say not to write bytecode (CI images often do): the proxy's own modules are
+        # then compiled on every start, about a second here. They are ours, not the suite's: cache them.
+        proxy_environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        with (private / "mitmdump.log").open("wb") as out:
+            process = subprocess.Popen(
+                command(settings, private, port, reverse_ports), stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=proxy_environ, pass_fds=[s.fileno() for s in listeners],
+                start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
+            )  # fmt: skip
+        # Only mitmdump holds the sockets now: if it exits, waiting clients are reset rather than left hanging.
+        for listener in listeners:
+            listener.close()
+        proxy = RunningProxy(settings, private, process, port, reverse_ports, control_token, environ, ca_certificate)
+        if wait:
+            proxy.wait_ready()
+        return proxy
     except BaseException:
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
+        for listener in listeners:
+            listener.close()
+        if process is not None:
+            _kill(process)
         shutil.rmtree(private, ignore_errors=True)
         raise
 
 
-def _check_fixed_ports(reverses: Sequence[Reverse]) -> None:
-    """A fixed port that is taken fails now, naming the route: retrying cannot help, unlike a random port."""
+def bind_listeners(settings: Settings) -> list[socket.socket]:
+    """Listening sockets on 127.0.0.1: the forward proxy's (`settings.port`, 0 for a free one), then each reverse
+    route's (its fixed port, else a free one); a fixed port that is taken fails now, naming the route."""
+    listeners: list[socket.socket] = []
+    wanted = [(None, settings.port), *((reverse, reverse.port or 0) for reverse in settings.reverse)]
     seen: dict[int, str] = {}
-    for reverse in reverses:
-        if reverse.port is None:
-            continue
-        if reverse.port in seen:
-            raise LauncherError(
-                f"--reverse {reverse.name} and --reverse {seen[reverse.port]} both ask for port {reverse.port}; "
-                "give each route its own port"
-            )
-        seen[reverse.port] = reverse.name
-        with socket.socket() as probe:
+    try:
+        for reverse, port in wanted:
+            if reverse is not None and port:
+                if port in seen:
+                    raise LauncherError(
+                        f"--reverse {reverse.name} and --reverse {seen[port]} both ask for port {port}; "
+                        "give each route its own port"
+                    )
+                seen[port] = reverse.name
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listeners.append(listener)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what asyncio's servers set
             try:
-                probe.bind(("127.0.0.1", reverse.port))
+                listener.bind(("127.0.0.1", port))
             except OSError as e:
+                if reverse is None:
+                    raise LauncherError(
+                        f"--port {port}: port {port} on 127.0.0.1 is not free ({e.strerror or e}); pick another or "
+                        "leave --port out for a free one"
+                    ) from None
                 raise LauncherError(
-                    f"--reverse {reverse.name}=…@{reverse.port}: port {reverse.port} on 127.0.0.1 is not free "
+                    f"--reverse {reverse.name}=…@{port}: port {port} on 127.0.0.1 is not free "
                     f"({e.strerror or e}); stop what listens there, pick another port, or leave @PORT out"
                 ) from None
+            listener.listen(LISTEN_BACKLOG)
+            listener.set_inheritable(True)
+    except BaseException:
+        for listener in listeners:
+            listener.close()
+        raise
+    return listeners
 
 
-def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict | None:
-    """The ready file's content; None when a port was taken (retry); LauncherError for anything else."""
+def _kill(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict:
+    """The ready file's content; LauncherError when mitmdump exits or takes too long."""
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
         if ready_file.exists():
             return json.loads(ready_file.read_text())
         if process.poll() is not None:
             text = log.read_text(errors="replace")
-            if "address already in use" in text.lower():
-                return None
             raise LauncherError(f"mitmdump exited with status {process.returncode} before it was ready:\n{text}")
-        time.sleep(0.02)
-    process.kill()
-    process.wait()
+        time.sleep(0.01)
     raise LauncherError(
         f"mitmdump not ready after {READY_TIMEOUT:.0f} s: the cassette addon never reported its addresses "
         "(mitmproxy silently skips options after a badly typed or repeated --set in the extra arguments):\n"

@@ -90,15 +90,22 @@ class OuterProxy:
         self.base_urls = base_urls
         self.settings = settings
         self.token = token
+        self._control: ControlClient | None = None
 
     def control(self) -> ControlClient:
-        return ControlClient(self.url, self.token)
+        if self._control is None:
+            self._control = ControlClient(self.url, self.token)
+        return self._control
 
     def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:
         return dict(environ)
 
+    def wait_ready(self) -> None:
+        """Up already: `cassette run` started it."""
+
     def stop(self) -> None:
-        return None
+        if self._control is not None:
+            self._control.close()
 
     def conflicts(self, suite: Settings) -> list[str]:
         """What the suite asks for that this proxy does not do, one line each: `name: suite's → cassette run's`.

@@ -2,55 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
-import tempfile
 from pathlib import Path
 
-from .launcher import LauncherError
+from .user_folder import user_folder
 
 STATE_HEADER = "# cassette serve pid "
 
 
 def state_file() -> Path:
     """Where `serve` leaves its exports for `env`, in a per-user folder only its owner can use (see `private_folder`)."""
-    return (
-        Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"cassette-proxy-{os.getuid()}" / "serve.env"
-    )
-
-
-def private_folder(folder: Path, create: bool) -> bool:
-    """Check (and with `create`, make, mode 0700) the state file's folder; False when it does not exist.
-
-    `eval "$(cassette env)"` runs what the state file says, and `$TMPDIR` is
-    shared: a folder another user created first, or one others may write to,
-    would let them choose the commands. Such a folder is refused before
-    anything in it is read or written.
-    """
-    if create:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
-    try:
-        status = os.lstat(folder)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISDIR(status.st_mode):
-        raise LauncherError(
-            f"{folder} is not a folder (a symlink or a file): the `cassette serve` state must live in a private "
-            "folder; nothing was read. Remove it, then start `cassette serve` again."
-        )
-    if status.st_uid != os.getuid():
-        raise LauncherError(
-            f"{folder} belongs to user id {status.st_uid}, not to you ({os.getuid()}): another user may have made it "
-            "to choose what `cassette env` prints; nothing was read. Remove it (or point XDG_RUNTIME_DIR or TMPDIR "
-            "at a private folder), then start `cassette serve` again."
-        )
-    if status.st_mode & 0o077:
-        raise LauncherError(
-            f"{folder} has mode {stat.S_IMODE(status.st_mode):o}: others may read or write it, and `cassette env` "
-            f"output is run by the shell; nothing was read. Run `chmod 700 {folder}` if you made it, else remove it, "
-            "then start `cassette serve` again."
-        )
-    return True
+    return user_folder() / "serve.env"

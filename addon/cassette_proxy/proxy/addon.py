@@ -47,6 +47,7 @@ from .ready_file import write_ready_file
 from .record import Recorder, RecordTarget
 from .replay import REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable
+from .runs import Runs
 from .seal import Seal
 from .sequence import Sequencer
 from .sessions import Sessions, SessionTarget, is_upgrade
@@ -73,6 +74,8 @@ class CassetteAddon:
         self.sequencer = Sequencer()
         self.control = CurrentTest()
         self.control.on_start = self.sequencer.start
+        self.runs = Runs(self.report, self.recorder, self.sequencer, self.control)
+        """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
         self.closest = ClosestSearch()
         self.seal = Seal()
         self.routes = RouteTable()

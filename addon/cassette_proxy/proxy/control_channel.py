@@ -5,6 +5,8 @@ to the reserved host `cassette.control`, sent through the proxy like any other:
 
     POST http://cassette.control/v1/test/start   {"test": "<id>", "options": {...}, "resume": false}
     POST http://cassette.control/v1/test/end     {"test": "<id>"}
+    POST http://cassette.control/v1/run/start    {}   (a run reusing a warm proxy: proxy/runs.py)
+    POST http://cassette.control/v1/run/end      {}
     header x-cassette-control-token: <the run's token>
 
 The addon answers these itself: they are never forwarded, keyed, recorded or
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -77,6 +80,9 @@ class CurrentTest:
         self.test_options: dict[str, Any] = {}
         self.on_start = lambda test, resume: None
         """Called when a test starts (the sequencer resets its counters unless the test resumes)."""
+        self.on_run_start: Callable[[], dict] = lambda: {"run": "started"}
+        self.on_run_end: Callable[[], dict] = lambda: {"report": None}
+        """A run starts or ends on this proxy (proxy/runs.py sets both)."""
 
     def configure(self, token: str, run_rules: RequestRules) -> None:
         """The run's options changed: rebuild the current rules (a running test keeps its own on top)."""
@@ -106,10 +112,21 @@ class CurrentTest:
             log.warning(f"cassette control: {e}")
             flow.response = error_response(400, "cassette_control_invalid", f"cassette control: {e}")
 
+    def end_test(self) -> None:
+        """No test runs any more: requests follow the run's rules."""
+        self.rules, self.test_options = self.run_rules, {}
+
     def _act(self, request: http.Request) -> dict:
         path = request.path.split("?", 1)[0]
+        if request.method == "POST" and path == "/v1/run/start":
+            return self.on_run_start()
+        if request.method == "POST" and path == "/v1/run/end":
+            return self.on_run_end()
         if request.method != "POST" or path not in ("/v1/test/start", "/v1/test/end"):
-            raise ControlError(f"{request.method} {path} is not a control call; POST /v1/test/start or /v1/test/end")
+            raise ControlError(
+                f"{request.method} {path} is not a control call; POST /v1/test/start, /v1/test/end, /v1/run/start "
+                "or /v1/run/end"
+            )
         try:
             body = json.loads(request.get_content(strict=False) or b"{}")
         except ValueError as e:
@@ -121,7 +138,7 @@ class CurrentTest:
             ended = self.rules.test
             if ended != test:
                 log.warning(f"cassette control: end of {test!r}, but the current test is {ended!r}")
-            self.rules, self.test_options = self.run_rules, {}
+            self.end_test()
             return {"test": None, "ended": test}
         options = body.get("options") or {}
         if not isinstance(options, dict):

@@ -33,3 +33,7 @@ class Sequencer:
         """A test starts: its count begins at 1, unless it resumes after a fixture of a wider scope."""
         if not resume:
             self.seen.pop(test, None)
+
+    def reset(self) -> None:
+        """A new run on this proxy: every count begins at 1 again (proxy/runs.py)."""
+        self.seen.clear()
