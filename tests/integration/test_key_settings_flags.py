@@ -36,7 +36,7 @@ def test_run_passes_key_settings_to_the_addon(tmp_path):
     proxy_flags.add_arguments(parser)
     args = parser.parse_args(["--ignore", "metadata", "--key-header", "X-Tenant", "--ignore-value", "pydantic-ai"])
     settings = proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
-    command = launcher.command(settings, tmp_path, [])
+    command = launcher.command(settings, tmp_path, 0, [])
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
     assert "cassette_ignore=metadata" in sets
     assert "cassette_ignore_values=pydantic-ai" in sets
@@ -93,7 +93,7 @@ def test_run_passes_allowed_hosts_to_the_addon(tmp_path):
     proxy_flags.add_arguments(parser)
     args = parser.parse_args(["--allow-host", "cdn.example.com", "--allow-host", "*.images.example"])
     settings = proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": sys.executable})
-    command = launcher.command(settings, tmp_path, [])
+    command = launcher.command(settings, tmp_path, 0, [])
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
     assert [s for s in sets if s.startswith("cassette_allow_hosts=")] == [
         "cassette_allow_hosts=cdn.example.com",
