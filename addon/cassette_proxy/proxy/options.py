@@ -13,6 +13,7 @@ a bug in this addon, so it shares none of its state.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -302,11 +303,12 @@ class RunOptions:
     """cassette_replay_timing: None sends a stream at once, else the speed factor of its recorded gaps."""
     control_token: str
 
-    @property
+    # Computed once per run, not per request: every hit reads both.
+    @functools.cached_property
     def root_prefix(self) -> str:
         return f"{self.root}{os.sep}"
 
-    @property
+    @functools.cached_property
     def read_headers(self) -> frozenset[bytes]:
         """The request headers a hit reads: the key headers, and what says how the body is written."""
         return frozenset(h.encode() for h in [*self.recipe.key_headers, "content-type", "content-encoding"])

@@ -83,12 +83,11 @@ class Recorder:
         statuses: frozenset[int],
         keyed_with: dict,
     ) -> None:
-        self.redact_rules, self.redact_specs, self.statuses, self.keyed_with = (
-            redact_rules,
-            redact_specs,
-            statuses,
-            keyed_with,
-        )
+        """The run's options, as options.py parsed them."""
+        self.redact_rules = redact_rules
+        self.redact_specs = redact_specs
+        self.statuses = statuses
+        self.keyed_with = keyed_with
 
     def not_recorded(self, target: RecordTarget, reason: str, message: str, status: int | None = None) -> None:
         """A forwarded request whose response will not be on disk: the next replay of it will miss."""
