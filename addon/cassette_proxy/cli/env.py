@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..launch import launcher
 from ..launch.serve_state import STATE_HEADER, state_file
@@ -24,17 +23,7 @@ def env(args: argparse.Namespace) -> int:
     text = state.read_text() if private_folder(state.parent, create=False) and state.exists() else ""
     header, _, exports = text.partition("\n")
     pid = header.removeprefix(STATE_HEADER)
-    if not header.startswith(STATE_HEADER) or not pid.isdigit() or not _alive(int(pid)):
+    if not header.startswith(STATE_HEADER) or not pid.isdigit() or not launcher.process_alive(int(pid)):
         raise launcher.LauncherError("no `cassette serve` is running for this user; start one with `cassette serve`")
     print(exports, end="")
     return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

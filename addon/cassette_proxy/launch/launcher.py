@@ -536,3 +536,14 @@ def _wait_ready(ready_file: Path, process: subprocess.Popen, log: Path) -> dict:
         "(mitmproxy silently skips options after a badly typed or repeated --set in the extra arguments):\n"
         + log.read_text(errors="replace")
     )
+
+
+def process_alive(pid: int) -> bool:
+    """A process with this id exists (one of another user's counts: it is not ours to reuse, but it is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -39,7 +39,7 @@ from ..core.frameworks import DEFAULT_FRAMEWORKS
 from ..core.report import Report, ReportError
 from .control_client import ControlError
 from .errors import LauncherError
-from .launcher import ADDON, RunningProxy, Settings, key_options
+from .launcher import ADDON, RunningProxy, Settings, key_options, process_alive
 from .outer_proxy import FLAGS, described
 from .user_folder import private_folder, private_subfolder, user_folder
 
@@ -166,7 +166,7 @@ class Registration:
             found = cls(path=path, **data)
         except (OSError, ValueError, TypeError):
             return None
-        if not (_alive(found.pid) and _alive(found.mitmdump_pid)):
+        if not (process_alive(found.pid) and process_alive(found.mitmdump_pid)):
             found.remove()
             return None
         return found
@@ -329,17 +329,7 @@ def stop_all(say: Callable[[str], None], timeout: float = 30) -> int:
             os.kill(registration.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     for registration in found:
-        while registration.path.exists() and _alive(registration.pid) and time.monotonic() < deadline:
+        while registration.path.exists() and process_alive(registration.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         say(f"cassette: stopped {registration.describe()} for {registration.fingerprint['dir']}")
     return len(found)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
