@@ -7,7 +7,10 @@ For TESTS tests, each: build an `openai.OpenAI` client, make one chat call, clos
 - forward, new client per test: HTTPS to api.openai.com through the proxy (a TLS handshake with the
   proxy per client; the client loads the combined CA bundle, as under `cassette run`);
 - forward, one client reused: the same calls on one client (what pooling would give);
-- reverse: plain HTTP to the proxy's reverse listener (`base_url`), a new client per test.
+- reverse: plain HTTP to the proxy's reverse listener (`base_url`), a new client per test;
+- the floor, forward, new client per test and one client reused: the same HTTPS calls through a bare mitmdump
+  answering a constant (`floor_addon.py`, the same CA), so what a new client costs through the proxy can be
+  told apart from what it costs through mitmproxy itself.
 And, client-side only: building a client with the default CA store against the combined bundle.
 Not a claim about VCR.py (not installed here); the route costs are what a comparison would start from.
 """
@@ -15,8 +18,10 @@ Not a claim about VCR.py (not installed here); the route costs are what a compar
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,9 +32,11 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 import httpx  # noqa: E402
 import openai  # noqa: E402
-from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy  # noqa: E402
+from cassette_proxy.launch.launcher import free_port  # noqa: E402
+from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy, mitmdump_path, stop  # noqa: E402
 
 TESTS = 100
+ROUNDS = 5
 
 
 def call(client: openai.OpenAI, i: int) -> None:
@@ -49,6 +56,27 @@ def suite(make_client, reuse: bool = False) -> float:
     return time.perf_counter() - began
 
 
+def start_floor(confdir: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """A bare mitmdump answering a constant, with the replaying proxy's CA; lazy, as ours is (no upstream here)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [mitmdump_path(), "-q", "--listen-host", "127.0.0.1", "-p", str(port), "--set", f"confdir={confdir}",
+         "--set", "connection_strategy=lazy", "-s", str(HERE / "floor_addon.py")],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process, f"http://127.0.0.1:{port}"
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError(f"the floor exited with {process.returncode}:\n{log.read_text()}") from None
+            time.sleep(0.05)
+    stop(process)
+    raise RuntimeError(f"the floor did not listen within 60 s:\n{log.read_text()}")
+
+
 def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="client-costs-"))
     upstream = FakeUpstream(folder / "upstream").start()
@@ -59,9 +87,9 @@ def main() -> None:
                          cassette_mode="record", cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
         bundle = recorder.ca_bundle
 
-        def forward(proxy: Proxy) -> openai.OpenAI:
+        def forward(proxy: Proxy, url: str | None = None) -> openai.OpenAI:
             verify = ssl.create_default_context(cafile=str(proxy.ca_bundle))
-            http = httpx.Client(proxy=proxy.url, verify=verify)
+            http = httpx.Client(proxy=url or proxy.url, verify=verify)
             return openai.OpenAI(api_key=FAKE_OPENAI_KEY, http_client=http, max_retries=0)
 
         def reverse(proxy: Proxy) -> openai.OpenAI:
@@ -73,6 +101,7 @@ def main() -> None:
         recorder.stop()
         replayer = Proxy(folder / "rep", cassettes, upstream, modes=["regular", f"reverse:{upstream.url}"],
                          cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
+        floor, floor_url = start_floor(replayer.confdir, folder / "floor.log")
         routes = {
             "direct, new client per test": lambda: suite(
                 lambda: openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=f"{upstream.url}/v1", max_retries=0)
@@ -80,12 +109,31 @@ def main() -> None:
             "forward HTTPS via proxy, new client per test": lambda: suite(lambda: forward(replayer)),
             "forward HTTPS via proxy, one client": lambda: suite(lambda: forward(replayer), reuse=True),
             "reverse HTTP via proxy, new client per test": lambda: suite(lambda: reverse(replayer)),
+            "forward HTTPS via bare mitmproxy (floor), new client per test": lambda: suite(
+                lambda: forward(replayer, floor_url)
+            ),
+            "forward HTTPS via bare mitmproxy (floor), one client": lambda: suite(
+                lambda: forward(replayer, floor_url), reuse=True
+            ),
         }
         timings: dict[str, list[float]] = {name: [] for name in routes}
-        for _ in range(3):  # interleaved rounds
+        for _ in range(ROUNDS):  # interleaved rounds
             for name, run in routes.items():
                 timings[name].append(run())
         results["suite_s"] = {name: round(statistics.median(t), 3) for name, t in timings.items()}
+
+        def per_new_client(new: str, one: str) -> float:
+            """Milliseconds a new client adds over reusing one: the connection, CONNECT and TLS, per round."""
+            return statistics.median((a - b) / TESTS * 1000 for a, b in zip(timings[new], timings[one], strict=True))
+
+        results["new_client_over_one_ms"] = {
+            "ours": round(per_new_client("forward HTTPS via proxy, new client per test",
+                                         "forward HTTPS via proxy, one client"), 2),
+            "bare mitmproxy (floor)": round(per_new_client(
+                "forward HTTPS via bare mitmproxy (floor), new client per test",
+                "forward HTTPS via bare mitmproxy (floor), one client"), 2),
+        }  # fmt: skip
+        stop(floor)
         replayer.stop()
 
         def build(cafile: str | None) -> float:
