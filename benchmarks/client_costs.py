@@ -5,7 +5,8 @@
 For TESTS tests, each: build an `openai.OpenAI` client, make one chat call, close it. Routes:
 - direct: plain HTTP to the fake upstream, no proxy (the floor any replay route pays);
 - forward, new client per test: HTTPS to api.openai.com through the proxy (a TLS handshake with the
-  proxy per client; the client loads the combined CA bundle, as under `cassette run`);
+  proxy per client; the client loads the combined CA bundle, as under `cassette run` in record mode: replay
+  hands the proxy's CA alone by default, which a client parses faster, docs/running.md);
 - forward, one client reused: the same calls on one client (what pooling would give);
 - reverse: plain HTTP to the proxy's reverse listener (`base_url`), a new client per test;
 - the floor, forward, new client per test and one client reused: the same HTTPS calls through a bare mitmdump
