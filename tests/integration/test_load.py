@@ -39,6 +39,18 @@ def record(proxy, prompts: list[str]) -> None:
         assert all(r.status_code == 200 for r in pool.map(lambda text: chat(http, text), prompts))
 
 
+def trouble(*proxies) -> str:
+    """What the proxies logged beyond requests and connections: handshake failures, errors, tracebacks."""
+    routine = ("client connect", "client disconnect", "server connect", "server disconnect", " << ", "POST https")
+    lines = [
+        f"{proxy.folder.name}: {line}"
+        for proxy in proxies
+        for line in proxy.log_text().splitlines()
+        if line.strip() and not any(word in line for word in routine)
+    ]
+    return "\n".join(lines[-40:])
+
+
 def test_200_concurrent_mixed_requests_from_4_processes_are_exact(start_proxy, https_upstream, cassette_dir):
     recorder = start_proxy(https_upstream, cassette_mode="record")
     known = [f"known {i}" for i in range(25)]
@@ -77,7 +89,14 @@ def test_200_concurrent_mixed_requests_from_4_processes_are_exact(start_proxy, h
     assert len(results) == PROCESSES * PER_PROCESS
     for r in results:
         expected = (200, f"echo: {r['text']}") if r["kind"] != 3 else (409, "cassette_miss")
-        assert (r["status"], r["answer"]) == expected, r
+        assert (r["status"], r["answer"]) == expected, f"{r}\n{trouble(recorder, replayer)}"
+    # A connect refused or dropped (TCP, CONNECT or the TLS handshake) is retried once, as the SDKs do; it
+    # happened once in a CI run (a TLS handshake cut short), never in 60 runs here. Seen, bounded, not hidden.
+    retried = [r for r in results if r["connect_errors"]]
+    if retried:
+        print(f"\n{len(retried)} connect(s) retried: {[r['connect_errors'] for r in retried]}")
+        print(trouble(recorder, replayer))
+    assert len(retried) <= len(results) // 100, "more than 1% of the connections failed"
     seconds = sorted(r["seconds"] for r in results)
     print(f"\n200 requests in {wall:.1f} s; latency p50 {seconds[100]:.2f} s, max {seconds[-1]:.2f} s")
     assert seconds[-1] < 20 * seconds[100], "a request waited far longer than the others: serialised somewhere"

@@ -3,7 +3,14 @@
     python tests/support/load_client.py --ca BUNDLE < jobs.json > results.json
 
 A job is {"proxy": url, "text": prompt}; a result adds the status, the echoed
-answer (or the error type) and the seconds the request took.
+answer (or the error type), the seconds the request took and the failed connects
+it retried.
+
+A connect that fails (no TCP connection, no CONNECT answer, no TLS handshake)
+is retried once, as the SDKs do (openai and anthropic retry connection errors
+twice): httpx raises ConnectError only before any request byte is sent, so a
+retry cannot make the proxy count a request twice. The failure is reported, not
+hidden: the test bounds and prints it.
 """
 
 import argparse
@@ -23,14 +30,24 @@ def run(job: dict, trust: ssl.SSLContext, start: threading.Barrier, results: lis
     with httpx.Client(proxy=job["proxy"], verify=trust, timeout=120) as client:
         start.wait()
         began = time.monotonic()
-        try:
-            response = client.post(CHAT_URL, json=body, headers={"authorization": "Bearer sk-fake-load"})
-        except httpx.HTTPError as e:
-            results[index] = {**job, "status": None, "answer": repr(e), "seconds": time.monotonic() - began}
-            return
+        connect_errors: list[str] = []
+        while True:
+            try:
+                response = client.post(CHAT_URL, json=body, headers={"authorization": "Bearer sk-fake-load"})
+                break
+            except httpx.ConnectError as e:
+                connect_errors.append(f"{time.monotonic() - began:.2f} s: {e!r}")
+                if len(connect_errors) > 1:
+                    results[index] = {**job, "status": None, "answer": repr(e), "connect_errors": connect_errors}
+                    return
+            except httpx.HTTPError as e:
+                results[index] = {**job, "status": None, "answer": repr(e), "connect_errors": connect_errors}
+                return
         data = response.json()
         answer = data["choices"][0]["message"]["content"] if response.status_code == 200 else data["error"]["type"]
-        results[index] = {**job, "status": response.status_code, "answer": answer, "seconds": time.monotonic() - began}
+        seconds = time.monotonic() - began
+        results[index] = {**job, "status": response.status_code, "answer": answer, "seconds": seconds,
+                          "connect_errors": connect_errors}  # fmt: skip
 
 
 def main() -> None:
