@@ -19,10 +19,9 @@ Not a claim about VCR.py (not installed here); the route costs are what a compar
 from __future__ import annotations
 
 import json
-import socket
+import shutil
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,8 +32,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 import httpx  # noqa: E402
 import openai  # noqa: E402
-from cassette_proxy.launch.launcher import free_port  # noqa: E402
-from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy, mitmdump_path, stop  # noqa: E402
+import run  # noqa: E402
+from harness import FAKE_OPENAI_KEY, FakeUpstream, Proxy  # noqa: E402
 
 TESTS = 100
 ROUNDS = 5
@@ -57,33 +56,12 @@ def suite(make_client, reuse: bool = False) -> float:
     return time.perf_counter() - began
 
 
-def start_floor(confdir: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    """A bare mitmdump answering a constant, with the replaying proxy's CA; lazy, as ours is (no upstream here)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [mitmdump_path(), "-q", "--listen-host", "127.0.0.1", "-p", str(port), "--set", f"confdir={confdir}",
-         "--set", "connection_strategy=lazy", "-s", str(HERE / "floor_addon.py")],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, f"http://127.0.0.1:{port}"
-        except OSError:
-            if process.poll() is not None:
-                raise RuntimeError(f"the floor exited with {process.returncode}:\n{log.read_text()}") from None
-            time.sleep(0.05)
-    stop(process)
-    raise RuntimeError(f"the floor did not listen within 60 s:\n{log.read_text()}")
-
-
 def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="client-costs-"))
     upstream = FakeUpstream(folder / "upstream").start()
     cassettes = folder / "cassettes"
     results: dict = {"tests": TESTS}
-    floor: subprocess.Popen | None = None
+    floor: run.Mitmdump | None = None
     try:
         recorder = Proxy(folder / "rec", cassettes, upstream, modes=["regular", f"reverse:{upstream.url}"],
                          cassette_mode="record", cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
@@ -103,7 +81,10 @@ def main() -> None:
         recorder.stop()
         replayer = Proxy(folder / "rep", cassettes, upstream, modes=["regular", f"reverse:{upstream.url}"],
                          cassette_hosts=["api.openai.com", "127.0.0.1"]).start()  # fmt: skip
-        floor, floor_url = start_floor(replayer.confdir, folder / "floor.log")
+        bare = run.floor(folder)  # a bare mitmdump answering a constant, lazy as ours is, with the replayer's CA
+        shutil.copytree(replayer.confdir, bare.folder / "confdir")
+        floor = bare.start()
+        floor_url = f"http://{run.HOST}:{floor.port}"
         routes = {
             "direct, new client per test": lambda: suite(
                 lambda: openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=f"{upstream.url}/v1", max_retries=0)
@@ -120,8 +101,8 @@ def main() -> None:
         }
         timings: dict[str, list[float]] = {name: [] for name in routes}
         for _ in range(ROUNDS):  # interleaved rounds
-            for name, run in routes.items():
-                timings[name].append(run())
+            for name, measure in routes.items():
+                timings[name].append(measure())
         results["suite_s"] = {name: round(statistics.median(t), 3) for name, t in timings.items()}
 
         def per_new_client(new: str, one: str) -> float:
@@ -149,7 +130,7 @@ def main() -> None:
                                       "combined CA bundle": round(build(str(bundle)), 2)}  # fmt: skip
     finally:
         if floor is not None:
-            stop(floor)
+            floor.stop()
         upstream.stop()
     print(json.dumps(results, indent=2))
 
