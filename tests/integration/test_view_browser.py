@@ -14,7 +14,7 @@ import shutil
 import signal
 import ssl
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy, make_certificate
 from samples import chat, write
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -111,30 +112,50 @@ def chromium(profile: Path) -> Iterator[webdriver.Chrome]:
         driver.quit()
 
 
-def wait_for(driver: webdriver.Chrome, css: str, text: str = "", timeout: float = 20):
-    """The first element matching `css` whose text contains `text`, once it appears."""
+def wait_for(driver: webdriver.Chrome, css: str, text: str = "", timeout: float = 20, then: Callable | None = None):
+    """The first element matching `css` whose text contains `text`, once it appears, or what `then` makes of it.
+
+    The served page re-renders its list and report when a poll finds the folder
+    changed, so an element can go stale between being found and being read or
+    clicked: the wait then looks again, and `then` runs inside it for that reason.
+    """
 
     def found(d):
-        return next((e for e in d.find_elements(By.CSS_SELECTOR, css) if text in e.get_attribute("textContent")), None)
+        element = next(
+            (e for e in d.find_elements(By.CSS_SELECTOR, css) if text in e.get_attribute("textContent")), None
+        )
+        return None if element is None else (then(element) if then else element,)
 
-    return WebDriverWait(driver, timeout).until(found, f"no {css} containing {text!r}")
+    stale = (StaleElementReferenceException,)
+    return WebDriverWait(driver, timeout, ignored_exceptions=stale).until(found, f"no {css} containing {text!r}")[0]
+
+
+def click(element) -> None:
+    element.click()
+
+
+def text_of(element) -> str:
+    return element.text
 
 
 def check_report(driver: webdriver.Chrome) -> None:
     """The miss shows the closest recording's changed field side by side; counts name the hit and the miss."""
-    counts = wait_for(driver, "#report .counts").text
+    counts = wait_for(driver, "#report .counts", then=text_of)
     assert "hits: 1" in counts and "misses: 1" in counts
-    miss = wait_for(driver, ".miss", "POST https://api.openai.com/v1/chat/completions")
-    rows = [
-        [cell.get_attribute("textContent") for cell in row.find_elements(By.TAG_NAME, "td")]
-        for row in miss.find_elements(By.CSS_SELECTOR, ".diff-row")
-    ]
+
+    def diff_rows(miss) -> list[list[str]]:
+        return [
+            [cell.get_attribute("textContent") for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in miss.find_elements(By.CSS_SELECTOR, ".diff-row")
+        ]
+
+    rows = wait_for(driver, ".miss", "POST https://api.openai.com/v1/chat/completions", then=diff_rows)
     assert ["messages[0].content", "What is the capital of France?", "What is the capital of Spain?"] in rows
 
 
 def check_markup_is_text(driver: webdriver.Chrome) -> None:
-    prompt = wait_for(driver, ".cassette-row .prompt", "Summarise")
-    assert prompt.get_attribute("textContent") == HOSTILE
+    prompt = wait_for(driver, ".cassette-row .prompt", "Summarise", then=lambda e: e.get_attribute("textContent"))
+    assert prompt == HOSTILE
     assert driver.find_elements(By.CSS_SELECTOR, "#list script, #list img, #conversations img") == []
     assert driver.execute_script("return window.pwned") is None
 
@@ -206,14 +227,13 @@ def test_served_page_lists_opens_a_stream_shows_the_miss_and_picks_up_new_casset
             driver.get(url)
             check_report(driver)
             check_markup_is_text(driver)
-            wait_for(driver, ".cassette-row", STREAMED_PROMPT).click()
-            check_stream(wait_for(driver, "#detail .conversation", STREAMED_PROMPT))
-            wait_for(driver, "#detail .raw-toggle").click()
-            assert '"body_format": "events"' in wait_for(driver, "#detail pre.raw").text
+            wait_for(driver, ".cassette-row", STREAMED_PROMPT, then=click)
+            wait_for(driver, "#detail .conversation", STREAMED_PROMPT, then=check_stream)
+            wait_for(driver, "#detail .raw-toggle", then=click)
+            assert '"body_format": "events"' in wait_for(driver, "#detail pre.raw", then=text_of)
 
-            wait_for(driver, ".cassette-row", "Summarise").click()
-            hostile = wait_for(driver, "#detail .turn.role-user .part", "Summarise")
-            assert hostile.text == HOSTILE
+            wait_for(driver, ".cassette-row", "Summarise", then=click)
+            assert wait_for(driver, "#detail .turn.role-user .part", "Summarise", then=text_of) == HOSTILE
             assert driver.execute_script("return window.pwned") is None
 
             write(folder, chat("A question recorded while the page is open", "Fresh answer"))
