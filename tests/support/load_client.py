@@ -31,6 +31,12 @@ def run(job: dict, trust: ssl.SSLContext, start: threading.Barrier, results: lis
         start.wait()
         began = time.monotonic()
         connect_errors: list[str] = []
+
+        def done(status: int | None, answer: str) -> None:
+            seconds = time.monotonic() - began
+            results[index] = {**job, "status": status, "answer": answer, "seconds": seconds,
+                              "connect_errors": connect_errors}  # fmt: skip
+
         while True:
             try:
                 response = client.post(CHAT_URL, json=body, headers={"authorization": "Bearer sk-fake-load"})
@@ -38,16 +44,14 @@ def run(job: dict, trust: ssl.SSLContext, start: threading.Barrier, results: lis
             except httpx.ConnectError as e:
                 connect_errors.append(f"{time.monotonic() - began:.2f} s: {e!r}")
                 if len(connect_errors) > 1:
-                    results[index] = {**job, "status": None, "answer": repr(e), "connect_errors": connect_errors}
-                    return
+                    return done(None, repr(e))
             except httpx.HTTPError as e:
-                results[index] = {**job, "status": None, "answer": repr(e), "connect_errors": connect_errors}
-                return
+                return done(None, repr(e))
         data = response.json()
-        answer = data["choices"][0]["message"]["content"] if response.status_code == 200 else data["error"]["type"]
-        seconds = time.monotonic() - began
-        results[index] = {**job, "status": response.status_code, "answer": answer, "seconds": seconds,
-                          "connect_errors": connect_errors}  # fmt: skip
+        done(
+            response.status_code,
+            data["choices"][0]["message"]["content"] if response.status_code == 200 else data["error"]["type"],
+        )
 
 
 def main() -> None:
