@@ -11,11 +11,14 @@
 2. Records our cassettes through a harness Proxy (record mode, upstream redirected to the fake upstream), the
    per-test ones through the plugin (`--cassette-scope test`), then VCR.py's for real: the suite under
    pytest-recording `--record-mode=all` through a *replaying* Cassette Proxy (VCR stores https://api.openai.com/...
-   and the bytes the SDKs received). Every count is checked.
+   and the bytes the SDKs received), then the bound's table (the suite through `ideal_replay.py` forwarding to the
+   fake upstream). Every count is checked.
 3. Times each whole run, one process each, in interleaved rounds (order rotated): VCR.py (`-p recording
    --record-mode=none --block-network`), `cassette run` forward and reverse, the plugin in shared and in test
    scope, `cassette run` and the plugin on a warm proxy (`cassette serve --detach`, started before the rounds),
-   the suite with no replay at all (base URLs at the fake upstream), and with `--before REV` the same routes
+   the suite with no replay at all (base URLs at the fake upstream), the bound (a bare mitmdump answering from an
+   in-memory table of the exact request bytes, `ideal_replay.py`, warm, forward and reverse; its table recorded
+   in step 2), and with `--before REV` the same routes
    run by that revision's code (`git archive`, on PYTHONPATH). Every run must pass every test; ours must replay
    every request with no miss.
 4. In the same rounds: the time to the command's first answered request and the time to stop (a stdlib client
@@ -56,7 +59,17 @@ if "CASSETTE_MITMDUMP" not in os.environ and (ROOT / ".venv" / "proxy" / "bin" /
     os.environ["CASSETTE_MITMDUMP"] = str(ROOT / ".venv" / "proxy" / "bin" / "mitmdump")
 
 from cassette_command import redirect_args  # noqa: E402
-from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy  # noqa: E402
+from harness import (  # noqa: E402
+    FAKE_ANTHROPIC_KEY,
+    FAKE_OPENAI_KEY,
+    REDIRECT,
+    FakeUpstream,
+    Proxy,
+    free_port,
+    mitmdump_path,
+    stop,
+    wait_for_file,
+)
 
 MODULES = 6
 SIZES = (36, 144)
@@ -278,6 +291,72 @@ print(json.dumps({"began": began, "answered": answered, "status": answer.status,
 """The command of the first-request probe: the stdlib only (its own start is small and the same everywhere)."""
 
 
+class IdealFloor:
+    """A bare mitmdump answering from `ideal_replay.py`'s in-memory table: forward on one port, a reverse listener
+    per API on two more; started before the rounds, like the warm proxy, so its start costs the suite nothing."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.confdir = folder / "confdir"
+        self.table = folder / "table.json"
+        self.ports = {"forward": free_port(), "openai": free_port(), "anthropic": free_port()}
+        self.process: subprocess.Popen | None = None
+
+    def record(self, upstream: FakeUpstream, command: list[str], cwd: Path, env: dict[str, str], tests: int) -> None:
+        """The table: the suite once through a bare mitmdump that forwards to the fake upstream and keeps each answer."""
+        process = self._start(["--set", f"ideal_record={self.table}", "-s", str(REDIRECT),
+                               "--set", f"fake_upstream={upstream.url}"])  # fmt: skip
+        try:
+            _, _, _, result = timed(command, {**env, **self.forward_env()}, cwd)
+        finally:
+            stop(process)
+        passed(result, "recording the ideal replay's table", tests)
+        if len(json.loads(self.table.read_text())) != tests:
+            raise Failed(
+                f"the ideal replay's table holds {len(json.loads(self.table.read_text()))} answers, not {tests}"
+            )
+
+    def start(self) -> None:
+        self.process = self._start(["--set", f"ideal_table={self.table}"])
+
+    def _start(self, args: list[str]) -> subprocess.Popen:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        ready = self.folder / "ready.json"
+        ready.unlink(missing_ok=True)
+        p = self.ports
+        command = [
+            mitmdump_path(), "-q", "--listen-host", "127.0.0.1", "--set", f"confdir={self.confdir}",
+            "--set", "connection_strategy=lazy", "--mode", f"regular@{p['forward']}",
+            "--mode", f"reverse:https://api.openai.com@{p['openai']}",
+            "--mode", f"reverse:https://api.anthropic.com@{p['anthropic']}",
+            "-s", str(HERE / "ideal_replay.py"), "--set", f"ideal_ready={ready}", *args,
+        ]  # fmt: skip
+        log = self.folder / "mitmdump.log"
+        process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+        wait_for_file(ready, process, log, timeout=60)
+        return process
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+
+    def forward_env(self) -> dict[str, str]:
+        """What our replay gives a client by default: the proxy variables and the proxy's CA alone."""
+        proxy = f"http://127.0.0.1:{self.ports['forward']}"
+        ca = str(self.confdir / "mitmproxy-ca-cert.pem")
+        return {
+            **dict.fromkeys(("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"), proxy),
+            **dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"), ca),
+            "NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
+        }  # fmt: skip
+
+    def reverse_env(self) -> dict[str, str]:
+        return {
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{self.ports['openai']}/v1",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{self.ports['anthropic']}",
+        }
+
+
 class Bench:
     """One generated suite, its three sets of cassettes, and one command per system."""
 
@@ -293,6 +372,7 @@ class Bench:
         self.vcr = self.suite / "cassettes"  # pytest-recording's default: <test dir>/cassettes/<module>/<test>.yaml
         self.report = folder / "report.json"
         self.warm_user = folder / "user-warm"
+        self.floor = IdealFloor(folder / "ideal")
         self.env = base_env(autoload)
         self.runs = 0
 
@@ -351,7 +431,8 @@ class Bench:
         }
         if uris != {"https://api.openai.com", "https://api.anthropic.com"}:
             raise Failed(f"VCR cassettes name {uris}, expected the real API hosts")
-        return {"ours": tests, "per_test": tests, "vcr": len(tapes), "vcr_uris": sorted(uris)}
+        self.floor.record(self.upstream, pytest_command(self.suite, "", *self.plugins()), self.suite, self.env, tests)
+        return {"ours": tests, "per_test": tests, "vcr": len(tapes), "vcr_uris": sorted(uris), "ideal": tests}
 
     # --- the warm proxy
     def start_warm(self) -> str:
@@ -402,6 +483,9 @@ class Bench:
             "warm_run": ([*run, "--", *plain], warm, "report", n),
             "warm_plugin": (pytest_command(self.suite, "", *shared), warm, "summary", n),
             "direct": (plain, direct, "", n),
+            "ideal_forward": (plain, {**self.env, **self.floor.forward_env()}, "", n),
+            # Like `cassette run --reverse`: the base URLs, and the proxy variables and CA for the rest.
+            "ideal_reverse": (plain, {**self.env, **self.floor.forward_env(), **self.floor.reverse_env()}, "", n),
             "one_direct": (one(*self.plugins()), direct, "", 1),
             "one_vcr": (one(*vcr), self.env, "", 1),
             "one_run": ([*run, "--", *one(*self.plugins())], self.env, "report", 1),
@@ -519,7 +603,10 @@ def median_of(timings: dict[str, list[dict]], name: str, field: str = "s") -> fl
     return round(statistics.median(t[field] for t in timings[name]), 3)
 
 
-RATIOS_TO_VCR = ("run", "run_reverse", "plugin", "plugin_test_scope", "warm_run", "warm_plugin", "direct")
+RATIOS_TO_VCR = (
+    "run", "run_reverse", "plugin", "plugin_test_scope", "warm_run", "warm_plugin", "direct", "ideal_forward",
+    "ideal_reverse",
+)  # fmt: skip
 BEFORE = ("before_run", "before_plugin", "before_plugin_test_scope")
 
 
@@ -551,8 +638,10 @@ def part_vcr(
         recorded = bench.record()
         bench.start_warm()
         try:
+            bench.floor.start()
             timings = bench.rounds(rounds)
         finally:
+            bench.floor.stop()
             bench.stop_warm()
         names = list(timings)
         suite: dict = {
@@ -594,6 +683,8 @@ LABELS = {
     "warm_run": "`cassette run -- pytest` on a warm proxy (`cassette serve --detach`)",
     "warm_plugin": "the plugin on a warm proxy",
     "direct": "no replay: the fake upstream, no proxy",
+    "ideal_forward": "the bound: bare mitmproxy, forward, answering from an in-memory table (warm)",
+    "ideal_reverse": "the bound: bare mitmproxy, reverse listeners, answering from an in-memory table (warm)",
     "before_run": "before: `cassette run -- pytest`",
     "before_plugin": "before: the plugin, shared scope",
     "before_plugin_test_scope": "before: the plugin, `--cassette-scope test`",
