@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,24 @@ def test_an_unreachable_upstream_answers_502_json_and_nothing_is_saved(proxies):
     assert report["counts"] == {**NOTHING, "upstream": 1, "errors": 1}
     assert [entry["type"] for entry in report["errors"]] == ["cassette_upstream_error"]
     assert not proxy.cassette_dir.exists()
+
+
+def test_a_miss_whose_closest_search_does_not_end_is_answered_without_it(proxies, upstream, monkeypatch):
+    # Whatever the search costs (a bug, a hostile cassette), the 409 comes after a bounded wait.
+    from cassette_proxy.core.miss import ClosestSearch
+    from cassette_proxy.proxy import answers
+
+    proxies.record(upstream, ASK, ANSWER)
+    release = threading.Event()
+    monkeypatch.setattr(answers, "MISS_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(ClosestSearch, "closest", lambda *args: release.wait(30) and [])
+    proxy = proxies.start(cassette_mode="replay", cassette_hosts=["127.0.0.1"])
+    try:
+        flow = proxy.request(chat_flow({**ASK, "temperature": 1}, upstream.url()))
+    finally:
+        release.set()
+    assert flow.response.status_code == 409
+    error = json.loads(flow.response.content)["error"]
+    assert error["code"] == "cassette_miss" and error["closest"] == []
+    assert "the search for the closest recording took over 0.2 s and was left out of this answer" in error["message"]
+    assert proxy.done()["counts"] == {**NOTHING, "misses": 1}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,9 @@ MAX_PER_OTHER_ENDPOINT = 20
 MAX_ELSEWHERE = 400
 """Cassettes of other endpoints read on a miss at most, looking for the same request sent to another URL."""
 MESSAGE_DIFFERENCES = 3
+SEARCH_SECONDS = 0.3
+"""The closest-recording search compares no further candidate once this long has passed (the client is waiting
+for its 409): the closest among those compared is offered. Each comparison is bounded by diff.py's limits."""
 
 
 def newest_cassettes(folder: Path, count: int) -> list[Path]:
@@ -113,8 +117,11 @@ def closest(
         return []
     newest = search.newest if search is not None else newest_cassettes
     read = search.cassette if search is not None else load
+    deadline = time.monotonic() + SEARCH_SECONDS
     ranked = []
     for path in newest(endpoint_dir, MAX_CANDIDATES):
+        if time.monotonic() > deadline:
+            break
         compared = _compare(path, root, current, recipe, read)
         if compared is not None:
             ranked.append(compared)
@@ -122,7 +129,7 @@ def closest(
     ranked.sort(key=lambda entry: (len(entry["differences"]), len(entry.get("settings", ())), entry["cassette"]))
     nearest = ranked[:MAX_CLOSEST]
     if not any(entry["same_body"] for entry in ranked):
-        elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe, newest, read)
+        elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe, newest, read, deadline)
         if elsewhere is not None:
             nearest = [elsewhere, *nearest[: MAX_CLOSEST - 1]]
     for entry in nearest:
@@ -136,12 +143,20 @@ def closest(
 def _compare(
     path: Path, root: Path, current: dict[str, Any], recipe: Recipe, read: Callable[[Path, Path], dict[str, Any]]
 ) -> dict[str, Any] | None:
+    """The differences of one candidate, or None when it cannot be compared: one bad file (unreadable, invalid,
+    nested past what the interpreter walks) is left out of the search, never the end of it."""
     try:
-        cassette = read(path, root)
-        recorded = stored_identity(cassette["request"], recipe)
-        recorded_recipe = recipe_of(cassette)
-    except (OSError, CassetteError, ValueError):
+        return _compared(path, root, current, recipe, read)
+    except (OSError, CassetteError, ValueError, RecursionError):
         return None
+
+
+def _compared(
+    path: Path, root: Path, current: dict[str, Any], recipe: Recipe, read: Callable[[Path, Path], dict[str, Any]]
+) -> dict[str, Any]:
+    cassette = read(path, root)
+    recorded = stored_identity(cassette["request"], recipe)
+    recorded_recipe = recipe_of(cassette)
     diff = identity_differences(recorded, current)
     settings = recipe.differences(recorded_recipe) if recorded_recipe is not None else []
     if recorded_recipe is not None and (presets := recipe.framework_difference(recorded_recipe, cassette["request"])):
@@ -172,6 +187,7 @@ def _same_body_elsewhere(
     recipe: Recipe,
     newest: Callable[[Path, int], list[Path]],
     read: Callable[[Path, Path], dict[str, Any]],
+    deadline: float,
 ) -> dict[str, Any] | None:
     """The newest recording of another endpoint (method, host or path) with this very body, as keyed."""
     compared_count = 0
@@ -183,7 +199,7 @@ def _same_body_elsewhere(
             continue
         for path in newest(Path(folder), MAX_PER_OTHER_ENDPOINT):
             compared_count += 1
-            if compared_count > MAX_ELSEWHERE:
+            if compared_count > MAX_ELSEWHERE or time.monotonic() > deadline:
                 return None
             compared = _compare(path, root, current, recipe, read)
             if compared is not None and compared["same_body"] and compared["differences"]:
@@ -253,10 +269,14 @@ def miss_body(
     scope: str = "shared",
     test: str | None = None,
     started_by: str = hints.DEFAULT_STARTER,
+    search_cut: float | None = None,
 ) -> dict[str, Any]:
     """The 409 body; its message alone (all an SDK shows) names every cause the closest recording shows, and what
-    to type (for how the proxy was started: `hints.py`)."""
-    if nearest:
+    to type (for how the proxy was started: `hints.py`). `search_cut`: the seconds after which the answer stopped
+    waiting for the closest-recording search, when it did."""
+    if search_cut is not None:
+        hint = f"the search for the closest recording took over {search_cut:g} s and was left out of this answer"
+    elif nearest:
         first = nearest[0]
         causes = first["differences"][:MESSAGE_DIFFERENCES]
         more = len(first["differences"]) - len(causes)

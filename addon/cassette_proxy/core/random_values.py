@@ -20,6 +20,11 @@ from typing import Any
 from .diff import ABSENT, changes
 
 _SEPARATORS = frozenset("-_:./|#")
+MADE_UP_LENGTH = 16384
+"""A string longer than this is not read for a made-up value (an encrypted reasoning blob is shorter)."""
+MADE_UP_PREFIX = 64
+"""A made-up tail starts within this many characters (`agents-sdk:run:`): trying every split of a megabyte data URL
+(base64 is full of `/`) as a prefix made a miss's search quadratic in the string's length, minutes long."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ def _tail_shape(tail: str) -> tuple[str, str] | None:
 def _splits(text: str) -> Iterator[int]:
     """Where a made-up tail may start: the beginning, or just after a separator (`agents-sdk:run:` + hex)."""
     yield 0
-    for i in range(1, len(text)):
+    for i in range(1, min(len(text), MADE_UP_PREFIX + 1)):
         if text[i - 1] in _SEPARATORS:
             yield i
 
@@ -89,7 +94,9 @@ def _literal(prefix: str) -> str:
 
 def string_shapes(text: str) -> list[tuple[str, Shape]]:
     """Every (prefix, shape) reading of a string as a fixed prefix and a random-looking rest, shortest prefix first."""
-    found = []
+    found: list[tuple[str, Shape]] = []
+    if len(text) > MADE_UP_LENGTH:
+        return found
     for i in _splits(text):
         tail = _tail_shape(text[i:])
         if tail is not None:

@@ -9,7 +9,9 @@ counts; the addon's hooks decide when to call them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from mitmproxy import http
 
@@ -47,7 +49,7 @@ async def miss(
     big = len(facts.body) >= BIG_REQUEST_BYTES
     if big:  # parsed, redacted and compared by a worker process
         request = stored_request(facts._replace(body=b""), key_headers)
-        nearest = await closest_in_worker(
+        search = closest_in_worker(
             facts, key_headers, list(options.redact_specs), dict(options.recipe_options), endpoint, options.root
         )
     else:
@@ -55,10 +57,11 @@ async def miss(
         # Redacted like the recordings it is compared with: the diff shows real changes, and no secret.
         request["body"] = redact.redacted(request["body"], ("request", "body"), options.redact_rules)
         # Up to MAX_CANDIDATES recordings to compare (read once, then kept): off the event loop.
-        nearest = await asyncio.to_thread(closest.closest, endpoint, options.root, request, options.recipe)
+        search = asyncio.to_thread(closest.closest, endpoint, options.root, request, options.recipe)
+    nearest, cut = await _bounded(search)
     method, url = request["method"], redact.loggable_url(request["url"])  # on disk: no secret in any URL
     error = misses.miss_body(
-        key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, options.started_by
+        key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, options.started_by, cut
     )
     flow.response = json_response(409, error, indent=2)
     in_test = f" in test {rules.test}" if rules.test else ""
@@ -71,6 +74,23 @@ async def miss(
     if not big:
         entry["body"] = request["body"]
     return entry
+
+
+MISS_WAIT_SECONDS = 2.0
+"""The 409 waits this long at most for the closest-recording search (which stops itself after
+`miss.SEARCH_SECONDS`); past it the miss is answered without the closest recordings."""
+
+
+async def _bounded(search: Coroutine[Any, Any, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], float | None]:
+    """The search's result, or ([], the seconds waited) when it took longer than MISS_WAIT_SECONDS: whatever the
+    bodies, a miss is answered in bounded time (the search's thread finishes on its own)."""
+    try:
+        return await asyncio.wait_for(search, MISS_WAIT_SECONDS), None
+    except TimeoutError:
+        log.warning(
+            f"cassette miss: the closest-recording search took over {MISS_WAIT_SECONDS:g} s; answered without it"
+        )
+        return [], MISS_WAIT_SECONDS
 
 
 def offline(flow: http.HTTPFlow, host: str, hosts: HostScope) -> Offline:
