@@ -2,72 +2,57 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-
-import openai
 import pytest
 from cassette_proxy.cli import main
 from cassette_proxy.core.location import cassette_files
-from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
-from harness import FAKE_OPENAI_KEY
+from cassette_proxy.core.report import ErrorEntry, ErrorKind, Miss, Report
 from samples import cassette_path, chat, write
 
 
-def ask(prompt: str) -> str:
-    client = openai.OpenAI(api_key=FAKE_OPENAI_KEY, max_retries=0)
-    completion = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}])
-    return completion.choices[0].message.content
-
-
-def run(start_proxy, client_env, upstream, mode: str, prompts: list[str]):
-    """One test run through the proxy; returns its report's path."""
-    proxy = start_proxy(upstream, cassette_mode=mode)
-    client_env(proxy)
-    for prompt in prompts:
-        with contextlib.suppress(openai.ConflictError):  # a miss: the 409 the proxy answers in replay mode
-            ask(prompt)
-    proxy.stop()
-    return proxy.report_path
-
-
-def test_prune_deletes_exactly_the_cassettes_two_runs_did_not_use(
-    https_upstream, start_proxy, client_env, cassette_dir, capsys
-):
-    run(start_proxy, client_env, https_upstream, "record", ["one", "two", "three", "four", "five"])
-    recorded = {path.relative_to(cassette_dir).as_posix() for path in cassette_files(cassette_dir)}
-    first = run(start_proxy, client_env, https_upstream, "replay", ["one", "two"])
-    second = run(start_proxy, client_env, https_upstream, "replay", ["two", "three"])
-    used = set(json.loads(first.read_text())["cassettes_used"]) | set(json.loads(second.read_text())["cassettes_used"])
-    assert len(recorded) == 5 and len(used) == 3 and used < recorded
-
-    assert main(["prune", str(first), str(second), "--dir", str(cassette_dir)]) == 1  # listed, not deleted
-    assert capsys.readouterr().out.splitlines()[:-1] == sorted(recorded - used)
-    assert len(cassette_files(cassette_dir)) == 5
-
-    assert main(["prune", str(first), str(second), "--dir", str(cassette_dir), "--delete"]) == 0
-    assert {path.relative_to(cassette_dir).as_posix() for path in cassette_files(cassette_dir)} == used
-
-    third = run(start_proxy, client_env, https_upstream, "replay", ["one"])
-    assert main(["prune", str(third), "--dir", str(cassette_dir)]) == 1  # only "one" used now: two listed
-
-
-def test_prune_refuses_when_a_run_had_a_miss(https_upstream, start_proxy, client_env, cassette_dir, capsys):
-    run(start_proxy, client_env, https_upstream, "record", ["one", "two"])
-    clean = run(start_proxy, client_env, https_upstream, "replay", ["one", "two"])
-    missed = run(start_proxy, client_env, https_upstream, "replay", ["one", "never recorded"])
-    assert json.loads(missed.read_text())["counts"]["misses"] == 1
-
-    assert main(["prune", str(clean), str(missed), "--dir", str(cassette_dir), "--delete"]) == 2
-    out = capsys.readouterr().out
-    assert "refusing, nothing deleted" in out and "1 miss(es) and 0 error(s)" in out
-    assert len(cassette_files(cassette_dir)) == 2
-
-
 def report(tmp_path, name: str, used: list[str], **fields) -> str:
+    """A run report as the proxy writes it (core/report.py), naming the cassettes the run used: what prune reads.
+    The proxy's own filling of `cassettes_used` is pinned where a real run makes it
+    (tests/addon/test_hit_miss_record.py, tests/integration/test_record_replay.py)."""
     path = tmp_path / name
     Report(cassettes_used=set(used), **fields).write(path)
     return str(path)
+
+
+def recorded(root, *prompts: str) -> list[str]:
+    """One cassette per prompt under `root`; their ids, as a report names them."""
+    return [write(root, chat(prompt, f"echo: {prompt}")).relative_to(root).as_posix() for prompt in prompts]
+
+
+def test_prune_deletes_exactly_the_cassettes_two_runs_did_not_use(tmp_path, capsys):
+    root = tmp_path / "cassettes"
+    one, two, three, four, five = recorded(root, "one", "two", "three", "four", "five")
+    first = report(tmp_path, "first.json", [one, two])
+    second = report(tmp_path, "second.json", [two, three])
+
+    assert main(["prune", first, second, "--dir", str(root)]) == 1  # listed, not deleted
+    assert capsys.readouterr().out.splitlines()[:-1] == sorted([four, five])
+    assert len(cassette_files(root)) == 5
+
+    assert main(["prune", first, second, "--dir", str(root), "--delete"]) == 0
+    assert {path.relative_to(root).as_posix() for path in cassette_files(root)} == {one, two, three}
+
+    third = report(tmp_path, "third.json", [one])
+    assert main(["prune", third, "--dir", str(root)]) == 1  # only "one" used now: two listed
+    assert capsys.readouterr().out.splitlines()[-3:-1] == sorted([two, three])
+
+
+def test_prune_refuses_when_a_run_had_a_miss(tmp_path, capsys):
+    root = tmp_path / "cassettes"
+    one, two = recorded(root, "one", "two")
+    clean = report(tmp_path, "clean.json", [one, two])
+    url = "https://api.openai.com/v1/chat/completions"
+    miss = Miss(key="f" * 32, method="POST", url=url, cassette="x.json", closest=[], test=None)
+    missed = report(tmp_path, "missed.json", [one], misses=[miss])
+
+    assert main(["prune", clean, missed, "--dir", str(root), "--delete"]) == 2
+    out = capsys.readouterr().out
+    assert "refusing, nothing deleted" in out and "1 miss(es) and 0 error(s)" in out
+    assert len(cassette_files(root)) == 2
 
 
 @pytest.mark.parametrize(
