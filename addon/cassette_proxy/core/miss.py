@@ -36,8 +36,10 @@ MAX_ELSEWHERE = 400
 """Cassettes of other endpoints read on a miss at most, looking for the same request sent to another URL."""
 MESSAGE_DIFFERENCES = 3
 SEARCH_SECONDS = 0.3
-"""The closest-recording search compares no further candidate once this long has passed (the client is waiting
-for its 409): the closest among those compared is offered. Each comparison is bounded by diff.py's limits."""
+"""The closest-recording search compares no further candidate once it has spent this much CPU time (the client is
+waiting for its 409): the closest among those compared is offered. CPU time of the searching thread, not wall
+time, so that a loaded machine changes how long a miss takes, not what it says. Each comparison is bounded by
+diff.py's limits."""
 
 
 def newest_cassettes(folder: Path, count: int) -> list[Path]:
@@ -117,10 +119,10 @@ def closest(
         return []
     newest = search.newest if search is not None else newest_cassettes
     read = search.cassette if search is not None else load
-    deadline = time.monotonic() + SEARCH_SECONDS
+    deadline = time.thread_time() + SEARCH_SECONDS
     ranked = []
     for path in newest(endpoint_dir, MAX_CANDIDATES):
-        if time.monotonic() > deadline:
+        if time.thread_time() > deadline:
             break
         compared = _compare(path, root, current, recipe, read)
         if compared is not None:
@@ -199,7 +201,7 @@ def _same_body_elsewhere(
             continue
         for path in newest(Path(folder), MAX_PER_OTHER_ENDPOINT):
             compared_count += 1
-            if compared_count > MAX_ELSEWHERE or time.monotonic() > deadline:
+            if compared_count > MAX_ELSEWHERE or time.thread_time() > deadline:
                 return None
             compared = _compare(path, root, current, recipe, read)
             if compared is not None and compared["same_body"] and compared["differences"]:
