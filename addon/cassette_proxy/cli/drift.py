@@ -6,7 +6,8 @@ request through a proxy started in update mode, which records into a scratch
 folder (the cassette folder is only read, unless `--write`), compares each
 re-recording with its cassette (core/drift.py: status, shape, behaviour,
 text) and prints a table; `--report` and `--markdown` keep it for a scheduled
-job, `--write` accepts the drifted re-recordings into the cassette folder for
+job (every message, and each output whole, scrubbed of the credentials sent:
+core/scrub.py), `--write` accepts the drifted re-recordings into the cassette folder for
 review. Credentials come from the environment (core/credentials.py), the key
 and host settings are `cassette run`'s own flags (proxy_flags.py).
 """
@@ -22,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from http.client import HTTPException
 from pathlib import Path
@@ -39,6 +40,7 @@ from ..core.key import RequestFacts
 from ..core.location import cassette_files, endpoint_dir, relative_name
 from ..core.recipe import Recipe, facts_of, make_recipe, recipe_of, stored_key
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
+from ..core.scrub import scrub
 from ..core.session_file import is_session
 from ..core.stream_events import stream_kind
 from ..core.summary import one_line, summarize_request
@@ -80,8 +82,6 @@ class Job:
     result: Result
     rerecording: Path | None = None
     """Where the re-recording was kept, once checked."""
-    secrets: tuple[str, ...] = field(default=(), repr=False)
-    """The credential values sent, scrubbed from every message the report keeps."""
 
 
 class Budget:
@@ -189,14 +189,17 @@ def plan(job_input: tuple[Path, str, dict], recipe: Recipe, scope: HostScope, en
         return _unchecked(result, str(e))
     if credentials and facts.scheme != "https":
         return _unchecked(result, f"refusing to send credentials for {facts.host} over plain HTTP ({facts.scheme}://)")
+    try:
+        headers = request_headers(facts, recipe.key_headers, credentials)
+    except ValueError as e:
+        return _unchecked(result, f"its request cannot be re-sent: {e}")
     return Job(
         path=path,
         cassette=cassette,
         facts=facts,
-        headers=request_headers(facts, recipe.key_headers, credentials),
+        headers=headers,
         scratch=relative_name(facts.scheme, facts.host, facts.port, facts.path, key),
         result=result,
-        secrets=tuple(value.removeprefix("Bearer ") for value in credentials.values()),
     )
 
 
@@ -222,8 +225,8 @@ def check(job: Job, sender: Sender, scratch: Path, kept: Path, budget: Budget, p
         target.unlink(missing_ok=True)  # an earlier answer to the same request (update mode overwrites)
         try:
             received = sender(job)
-        except (OSError, HTTPException) as e:
-            _unchecked(result, _scrubbed(job, f"the request failed: {e or type(e).__name__}"))
+        except (OSError, HTTPException, ValueError) as e:  # ValueError: http.client refusing a header
+            _unchecked(result, scrub(f"the request failed: {e or type(e).__name__}"))
             return
         result.attempts += 1
         if received.status != 429:
@@ -249,7 +252,7 @@ def _compare(job: Job, received: Received, scratch: Path, kept: Path) -> bool:
     result, target = job.result, scratch / job.scratch
     own = _proxy_error(received)
     if own:
-        _unchecked(result, _scrubbed(job, f"the proxy answered {received.status} itself: {own}"))
+        _unchecked(result, scrub(f"the proxy answered {received.status} itself: {own}"))
         return False
     streamed = stream_kind(received.headers.get("content-type", "")) is not None
     deadline = time.monotonic() + (STREAM_WRITE_WAIT if streamed else WHOLE_WRITE_WAIT)
@@ -265,7 +268,7 @@ def _compare(job: Job, received: Received, scratch: Path, kept: Path) -> bool:
         _unchecked(result, f"the re-recording is unreadable: {e}")
         return False
     result.findings = [
-        replace(f, old=_scrubbed(job, f.old), new=_scrubbed(job, f.new), detail=_scrubbed(job, f.detail))
+        replace(f, old=scrub(f.old), new=scrub(f.new), detail=scrub(f.detail))
         for f in compare(job.cassette["response"], new["response"])
     ]
     result.outcome = Outcome.DRIFT if result.findings else Outcome.SAME
@@ -287,13 +290,6 @@ def _proxy_error(received: Received) -> str:
     if isinstance(error, dict) and str(error.get("type", "")).startswith("cassette_"):
         return str(error.get("message", ""))
     return ""
-
-
-def _scrubbed(job: Job, text: str) -> str:
-    for secret in job.secrets:
-        if secret:
-            text = text.replace(secret, "[credential]")
-    return text
 
 
 # -- the command --------------------------------------------------------------------------------------------------
@@ -344,7 +340,7 @@ def recheck(settings: launcher.Settings, jobs: list[Job], policy: Policy, privat
                 try:
                     check(job, sender, scratch, kept, budget, policy)
                 except Exception as e:  # a bug of ours: this cassette's error, seen in the report, not a lost run
-                    _unchecked(job.result, _scrubbed(job, f"cassette drift failed on it: {type(e).__name__}: {e}"))
+                    _unchecked(job.result, scrub(f"cassette drift failed on it: {type(e).__name__}: {e}"))
 
         with ThreadPoolExecutor(max_workers=policy.concurrency) as pool:
             list(pool.map(check_group, groups.values()))
@@ -405,14 +401,14 @@ def run_drift(args: argparse.Namespace) -> int:
             written = write_accepted(jobs)
     report = DriftReport(str(root), parse_severity(args.fail_on), datetime.now(UTC).isoformat(timespec="seconds"),
                          [*results, *(job.result for job in jobs)])  # fmt: skip
-    print(render_text(report))
+    print(scrub(render_text(report)))
     if args.write:
         print(f"\n--write: {sum(line.startswith('  written') for line in written)} re-recording(s) written into {root}")
         print("\n".join(written))
     if args.drift_report:
-        write_atomic(args.drift_report, (json.dumps(report.to_json(), indent=2) + "\n").encode("utf-8"))
+        write_atomic(args.drift_report, scrub(json.dumps(report.to_json(), indent=2) + "\n").encode("utf-8"))
     if args.markdown:
-        write_atomic(args.markdown, render_markdown(report).encode("utf-8"))
+        write_atomic(args.markdown, scrub(render_markdown(report)).encode("utf-8"))
     return report.exit_status()
 
 

@@ -11,6 +11,7 @@ the user's environment, beside neither mitmproxy nor an SDK.
 from __future__ import annotations
 
 import http.client
+import re
 import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from .. import __version__
 from ..core.key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts
 
 USER_AGENT = f"cassette-proxy-drift/{__version__}"
+_LINE_BREAK = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header value may not hold (a tab is allowed): a CR or LF would end the header, and forge the next one."""
 HOP_BY_HOP = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade",
                         "te", "trailer", "proxy-authorization", "proxy-connection", "expect"})  # fmt: skip
 
@@ -44,6 +47,9 @@ def request_headers(facts: RequestFacts, key_headers: Iterable[str], credentials
         headers["content-type"] = facts.content_type or "application/octet-stream"
     headers.update({"accept-encoding": "identity", "user-agent": USER_AGENT})
     headers.update({name.lower(): value for name, value in credentials.items()})
+    for name, value in headers.items():
+        if _LINE_BREAK.search(value):  # http.client's own refusal would print the value
+            raise ValueError(f"its {name} header holds a line break or control character (value not shown)")
     return headers
 
 
