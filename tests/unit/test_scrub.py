@@ -138,7 +138,7 @@ def test_drift_keeps_a_newline_ended_key_out_of_stdout_the_report_and_the_markdo
     write(folder, chat("hi", "hello"))
     sent = []
 
-    def failing_send(proxy_url, ca_bundle, facts, headers, timeout):
+    def failing_send(proxy_url, ca_bundle, facts, headers, *bounds):
         sent.append(headers["authorization"])
         raise ValueError(" ".join(forms(raw).values()))  # every form an error message could quote the key in
 
