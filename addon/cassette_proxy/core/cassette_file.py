@@ -21,6 +21,7 @@ from typing import Any
 
 from . import aws_eventstream
 from .fast_json import encoder, indented
+from .json_depth import MAX_DEPTH, TooDeep, check_depth
 from .key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
 
 FORMAT_VERSION = 2
@@ -318,6 +319,11 @@ def parse(path: Path | str, raw: bytes) -> dict[str, Any]:
             cassette = parse_json(path, text)
         else:
             cassette = json.loads(text)
+        check_depth(text, cassette)
+    except RecursionError:  # the parser's own stack: about 1,000 levels
+        raise CassetteError(path, f"JSON nested deeper than {MAX_DEPTH} levels: not a recording") from None
+    except TooDeep as e:
+        raise CassetteError(path, f"{e}: not a recording") from None
     except ValueError as e:
         raise CassetteError(path, f"invalid JSON: {e}") from None
     if not isinstance(cassette, dict):
