@@ -118,7 +118,8 @@ def send(
 def _read_bounded(response: http.client.HTTPResponse, sock: object, timeout: float, deadline: float,
                   max_time: float, max_bytes: int) -> bytes:  # fmt: skip
     """The body, chunk by chunk, each read waiting at most the silence allowed or the time left."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
