@@ -1,5 +1,6 @@
 """Reading session cassettes: how long the proxy's event loop stalls while a 100,000-frame session is opened, and
-what the hostile files of issue 33 cost before they are refused.
+what the hostile files of issue 33 cost before they are refused; and what the depth check (core/json_depth.py)
+adds to parsing ordinary cassettes.
 
     .venv/test/bin/python benchmarks/session_read.py [--rounds N]
 
@@ -114,11 +115,51 @@ def hostile_files(root: Path) -> dict[str, Path]:
     return {"2,000,000 frames (114 MB)": many, "1 MB + 1 MiB sidecar, overlapping spans": overlapping}
 
 
+def parse_costs(rounds: int) -> None:
+    """`cassette_file.parse` now, against the same parse with the depth check taken out (as before issue 33)."""
+    from cassette_proxy.core import cassette_file
+    from cassette_proxy.core.cassette_file import dumps, parse
+    from samples import chat
+
+    stream = chat("stream", "")
+    events = [{"ms": i, "text": f'data: {{"choices":[{{"delta":{{"content":"w{i} "}}}}]}}\n\n'} for i in range(100_000)]
+    stream["response"] = {"status": 200, "headers": {"content-type": "text/event-stream"}, "body_format": "events",
+                          "body": events}  # fmt: skip
+    vectors = chat("embed", "")
+    vectors["response"]["body"] = {"data": [{"embedding": [0.123456] * 1536, "index": i} for i in range(60)]}
+    tools = chat("tools", "")
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "array", "items": {}}}}
+    tools["request"]["body"]["tools"] = [{"type": "function", "function": {"name": f"f{i}", "parameters": schema}}
+                                         for i in range(30)]  # fmt: skip
+    kinds = {"a stream of 100,000 events": dumps(stream), "60 embeddings (JSON)": dumps(vectors),
+             "a chat with 30 tools": dumps(tools), "a plain chat": dumps(chat("hello", "hi there"))}  # fmt: skip
+    checked = cassette_file.check_depth
+    print("\n| cassette | size | parse before | parse now | now / before |\n|---|---:|---:|---:|---:|")
+    for name, raw in kinds.items():
+        times: dict[str, list[float]] = {"before": [], "now": []}
+        repeat = max(1, 2_000_000 // len(raw))
+        for _ in range(rounds):
+            for how in ("before", "now"):
+                cassette_file.check_depth = checked if how == "now" else (lambda text, value: value)
+                started = time.perf_counter()
+                for _ in range(repeat):
+                    parse("x.json", raw)
+                times[how].append((time.perf_counter() - started) / repeat)
+        cassette_file.check_depth = checked
+        before, now = statistics.median(times["before"]), statistics.median(times["now"])
+        print(f"| {name} | {len(raw) / 1000:,.0f} KB | {before * 1000:.3f} ms | {now * 1000:.3f} ms | "
+              f"{now / before:.2f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--frames", type=int, default=100_000)
+    parser.add_argument("--parse-only", action="store_true", help="only the depth check's cost on ordinary cassettes")
     args = parser.parse_args()
+    parse_costs(args.rounds)
+    if args.parse_only:
+        return
     counted_parse = session_file.parse_json
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

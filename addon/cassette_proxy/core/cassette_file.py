@@ -300,10 +300,6 @@ def load(path: Path | str, root: Path | None = None, max_size: int = DEFAULT_MAX
     return parse(path, read_limited(path, root, max_size))
 
 
-COUNTED_PARSE_CHARS = 1_000_000
-"""From this size on, every cassette is parsed counting frame-shaped objects (session_file.parse_json)."""
-
-
 def parse(path: Path | str, raw: bytes) -> dict[str, Any]:
     """Validate the bytes of the cassette file at `path` (named in errors) and return the cassette."""
     try:
@@ -311,15 +307,15 @@ def parse(path: Path | str, raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as e:
         raise CassetteError(path, f"not UTF-8 text (byte {e.start})") from None
     try:
-        # Perhaps a session (or big enough to hold one under an escaped `session` key): its frames counted while
-        # it is parsed. A smaller file holds too few frames to matter before check_session counts them exactly.
-        if len(text) > COUNTED_PARSE_CHARS or '"session"' in text:
+        # Perhaps a session: its frames counted while it is parsed. A `\u` escape could spell the key otherwise;
+        # files of ours hold one only for a control character, so other cassettes keep the plain parse.
+        if '"session"' in text or "\\u" in text:
             from .session_file import parse_json  # it builds on this module
 
             cassette = parse_json(path, text)
         else:
             cassette = json.loads(text)
-        check_depth(text, cassette)
+        check_depth(raw, cassette)
     except RecursionError:  # the parser's own stack: about 1,000 levels
         raise CassetteError(path, f"JSON nested deeper than {MAX_DEPTH} levels: not a recording") from None
     except TooDeep as e:
