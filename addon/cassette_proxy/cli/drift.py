@@ -6,10 +6,10 @@ request through a proxy started in update mode, which records into a scratch
 folder (the cassette folder is only read, unless `--write`), compares each
 re-recording with its cassette (core/drift.py: status, shape, behaviour,
 text) and prints a table; `--report` and `--markdown` keep it for a scheduled
-job (every message, and each output whole, scrubbed of the credentials sent:
-core/scrub.py), `--write` accepts the drifted re-recordings into the cassette folder for
+job, `--write` accepts the drifted re-recordings into the cassette folder for
 review. Credentials come from the environment (core/credentials.py), the key
-and host settings are `cassette run`'s own flags (proxy_flags.py).
+and host settings are `cassette run`'s own flags (proxy_flags.py); every
+message, and each output whole, is scrubbed of them (core/scrub.py).
 
 Drift ends whatever the providers do: each request is bounded in silence
 (`--timeout`), in total time (`--max-time`) and in size (`--max-bytes`); a
@@ -334,6 +334,48 @@ def gather(args: argparse.Namespace, root: Path) -> tuple[list[tuple[Path, str, 
     return chosen, unreadable
 
 
+class Stopped(Exception):
+    """A signal asked drift to stop: the proxy is stopped and the report written before it exits 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP raise Stopped in the main thread (their defaults would end the process and leave
+    the scratch proxy running); a second signal while stopping is ignored, so the stop itself is not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise Stopped(signum)
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _not_checked(job: Job, why: str) -> Result:
+    """A job's result as it stands: final once checked, else a copy saying why it was not (a worker still
+    running may go on writing the original)."""
+    if job.checked:
+        return job.result
+    return replace(job.result, outcome=Outcome.ERROR, findings=[], message=f"not checked: {why}")
+
+
 def recheck(settings: launcher.Settings, jobs: list[Job], policy: Policy, private: Path) -> None:
     """Start the scratch proxy, re-send every job (one worker per request, the same key one at a time), stop it."""
     scratch, kept = private / "rerecorded", private / "kept"
@@ -393,48 +435,6 @@ def write_accepted(jobs: list[Job]) -> list[str]:
         job.result.message = "re-recording written (--write)"
         lines.append(f"  written: {job.result.cassette}")
     return lines
-
-
-class Stopped(Exception):
-    """A signal asked drift to stop: the proxy is stopped and the report written before it exits 128 + signal."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
-@contextmanager
-def stopped_by_signals() -> Iterator[None]:
-    """SIGTERM, SIGINT and SIGHUP raise Stopped in the main thread (their defaults would end the process and leave
-    the scratch proxy running); a second signal while stopping is ignored, so the stop itself is not cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        if not stopping:
-            stopping = True
-            raise Stopped(signum)
-
-    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
-def _not_checked(job: Job, why: str) -> Result:
-    """A job's result as it stands: final once checked, else a copy saying why it was not (a worker still
-    running may go on writing the original)."""
-    if job.checked:
-        return job.result
-    return replace(job.result, outcome=Outcome.ERROR, findings=[], message=f"not checked: {why}")
 
 
 def _outside(path: Path | None, root: Path, flag: str) -> None:
