@@ -17,7 +17,8 @@ Reading is validation, as for every cassette: types, counts, sizes, base64,
 the sidecar's name, size, digest and place inside the cassette folder.
 
 A session file is untrusted and can be large, so the checks come before the
-work they guard: its frames are counted while the file is parsed (`parse`:
+work they guard: its frames are counted while the file is parsed
+(`parse_json`, which cassette_file.parse uses for any file naming a session:
 a file of two million frames is refused after a tenth of them, not parsed
 whole), sidecar spans may neither overlap nor pass the sidecar's end (so the
 restored payloads are bounded by the two files' sizes: one span repeated
@@ -55,7 +56,7 @@ PAYLOAD_FIELDS = ("json", "text", "base64", "sidecar")
 MAX_FRAMES = 100_000
 """Frames in one session at most: far above a test's conversation, far below what exhausts memory."""
 FRAME_KEYS = frozenset({"from", "ms", "frame"})
-"""What every frame object holds: what `parse` counts frames by before the file is read whole."""
+"""What every frame object holds: what `parse_json` counts frames by before the file is read whole."""
 MAX_MS = 86_400_000
 """A frame's offset at most (a day): a timed replay waits this long at worst."""
 MAX_REASON_BYTES = 123
