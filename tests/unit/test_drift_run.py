@@ -280,6 +280,18 @@ def test_markdown_keeps_recorded_content_inside_code_spans_and_fences():
     assert "\n````\ntext       text changed: similarity 0.10: +[| `x` <img src=y> ```]\n````\n" in markdown
 
 
+def test_markdown_carries_no_raw_escape_bell_or_bidi_override():
+    hostile = Finding(Severity.TEXT, "text", "a\x1b[2J", "b\u202eevil", "similarity 0.10: +[\x1b]0;pwned\x07]")
+    drifted = result("a", Outcome.DRIFT, hostile)
+    drifted.prompt, drifted.model = "retitle \x1b]0;x\x07 me", "gpt\u202e"
+    errored = result("b", Outcome.ERROR)
+    errored.message = "the request failed: \x1b[31mred\x9b and \u2066isolated\u2069"
+    markdown = render_markdown(report(drifted, errored))
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\u2069"):
+        assert raw not in markdown
+    assert "\\x1b]0;pwned\\x07" in markdown and "gpt\\u202e" in markdown  # visible, escaped
+
+
 # -- selection and the command's own checks (nothing here starts a proxy) -----------------------------------------
 
 

@@ -8,7 +8,14 @@ re-recording with its cassette (core/drift.py: status, shape, behaviour,
 text) and prints a table; `--report` and `--markdown` keep it for a scheduled
 job, `--write` accepts the drifted re-recordings into the cassette folder for
 review. Credentials come from the environment (core/credentials.py), the key
-and host settings are `cassette run`'s own flags (proxy_flags.py).
+and host settings are `cassette run`'s own flags (proxy_flags.py); every
+message, and each output whole, is scrubbed of them (core/scrub.py).
+
+Drift ends whatever the providers do: each request is bounded in silence
+(`--timeout`), in total time (`--max-time`) and in size (`--max-bytes`); a
+signal (SIGTERM from a CI step's timeout, SIGINT, SIGHUP) stops the scratch
+proxy, and the report is written whatever happened, the requests not compared
+listed as not checked.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import argparse
 import fnmatch
 import json
 import os
+import signal
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from http.client import HTTPException
@@ -39,11 +49,12 @@ from ..core.key import RequestFacts
 from ..core.location import cassette_files, endpoint_dir, relative_name
 from ..core.recipe import Recipe, facts_of, make_recipe, recipe_of, stored_key
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
+from ..core.scrub import scrub
 from ..core.session_file import is_session
 from ..core.stream_events import stream_kind
 from ..core.summary import one_line, summarize_request
 from ..launch import launcher
-from ..launch.resend import Received, request_headers, retry_after, send
+from ..launch.resend import AnswerLimit, Received, request_headers, retry_after, send
 from . import proxy_flags
 
 ALL_STATUSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
@@ -65,6 +76,10 @@ class Policy:
     retries: int = 2
     max_wait: float = 60.0
     timeout: float = 120.0
+    max_time: float = 600.0
+    max_bytes: int = 64 * 1024 * 1024
+    stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the run stops: a worker waiting out a 429 stops waiting."""
 
 
 @dataclass
@@ -80,8 +95,8 @@ class Job:
     result: Result
     rerecording: Path | None = None
     """Where the re-recording was kept, once checked."""
-    secrets: tuple[str, ...] = field(default=(), repr=False)
-    """The credential values sent, scrubbed from every message the report keeps."""
+    checked: bool = False
+    """`result` is final: set once its check ended before the run was stopped."""
 
 
 class Budget:
@@ -189,14 +204,17 @@ def plan(job_input: tuple[Path, str, dict], recipe: Recipe, scope: HostScope, en
         return _unchecked(result, str(e))
     if credentials and facts.scheme != "https":
         return _unchecked(result, f"refusing to send credentials for {facts.host} over plain HTTP ({facts.scheme}://)")
+    try:
+        headers = request_headers(facts, recipe.key_headers, credentials)
+    except ValueError as e:
+        return _unchecked(result, f"its request cannot be re-sent: {e}")
     return Job(
         path=path,
         cassette=cassette,
         facts=facts,
-        headers=request_headers(facts, recipe.key_headers, credentials),
+        headers=headers,
         scratch=relative_name(facts.scheme, facts.host, facts.port, facts.path, key),
         result=result,
-        secrets=tuple(value.removeprefix("Bearer ") for value in credentials.values()),
     )
 
 
@@ -222,8 +240,11 @@ def check(job: Job, sender: Sender, scratch: Path, kept: Path, budget: Budget, p
         target.unlink(missing_ok=True)  # an earlier answer to the same request (update mode overwrites)
         try:
             received = sender(job)
-        except (OSError, HTTPException) as e:
-            _unchecked(result, _scrubbed(job, f"the request failed: {e or type(e).__name__}"))
+        except AnswerLimit as e:
+            _unchecked(result, f"{e}: cut off, not compared")
+            return
+        except (OSError, HTTPException, ValueError) as e:  # ValueError: http.client refusing a header
+            _unchecked(result, scrub(f"the request failed: {e or type(e).__name__}"))
             return
         result.attempts += 1
         if received.status != 429:
@@ -234,7 +255,9 @@ def check(job: Job, sender: Sender, scratch: Path, kept: Path, budget: Budget, p
             why = f"retry-after {wait:.0f} s is over --max-wait" if wait > policy.max_wait else "retries used up"
             _unchecked(result, f"429 after {result.attempts} attempt(s) ({why}); not drift", Outcome.RATE_LIMITED)
             return
-        time.sleep(wait)
+        if policy.stopping.wait(wait):
+            _unchecked(result, "cassette drift stopped while it waited out a 429")
+            return
     assert received is not None
     if result.attempts > 1:
         result.message = (
@@ -249,7 +272,7 @@ def _compare(job: Job, received: Received, scratch: Path, kept: Path) -> bool:
     result, target = job.result, scratch / job.scratch
     own = _proxy_error(received)
     if own:
-        _unchecked(result, _scrubbed(job, f"the proxy answered {received.status} itself: {own}"))
+        _unchecked(result, scrub(f"the proxy answered {received.status} itself: {own}"))
         return False
     streamed = stream_kind(received.headers.get("content-type", "")) is not None
     deadline = time.monotonic() + (STREAM_WRITE_WAIT if streamed else WHOLE_WRITE_WAIT)
@@ -265,7 +288,7 @@ def _compare(job: Job, received: Received, scratch: Path, kept: Path) -> bool:
         _unchecked(result, f"the re-recording is unreadable: {e}")
         return False
     result.findings = [
-        replace(f, old=_scrubbed(job, f.old), new=_scrubbed(job, f.new), detail=_scrubbed(job, f.detail))
+        replace(f, old=scrub(f.old), new=scrub(f.new), detail=scrub(f.detail))
         for f in compare(job.cassette["response"], new["response"])
     ]
     result.outcome = Outcome.DRIFT if result.findings else Outcome.SAME
@@ -287,13 +310,6 @@ def _proxy_error(received: Received) -> str:
     if isinstance(error, dict) and str(error.get("type", "")).startswith("cassette_"):
         return str(error.get("message", ""))
     return ""
-
-
-def _scrubbed(job: Job, text: str) -> str:
-    for secret in job.secrets:
-        if secret:
-            text = text.replace(secret, "[credential]")
-    return text
 
 
 # -- the command --------------------------------------------------------------------------------------------------
@@ -318,6 +334,48 @@ def gather(args: argparse.Namespace, root: Path) -> tuple[list[tuple[Path, str, 
     return chosen, unreadable
 
 
+class Stopped(Exception):
+    """A signal asked drift to stop: the proxy is stopped and the report written before it exits 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP raise Stopped in the main thread (their defaults would end the process and leave
+    the scratch proxy running); a second signal while stopping is ignored, so the stop itself is not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise Stopped(signum)
+
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _not_checked(job: Job, why: str) -> Result:
+    """A job's result as it stands: final once checked, else a copy saying why it was not (a worker still
+    running may go on writing the original)."""
+    if job.checked:
+        return job.result
+    return replace(job.result, outcome=Outcome.ERROR, findings=[], message=f"not checked: {why}")
+
+
 def recheck(settings: launcher.Settings, jobs: list[Job], policy: Policy, private: Path) -> None:
     """Start the scratch proxy, re-send every job (one worker per request, the same key one at a time), stop it."""
     scratch, kept = private / "rerecorded", private / "kept"
@@ -330,6 +388,7 @@ def recheck(settings: launcher.Settings, jobs: list[Job], policy: Policy, privat
         extra_args=[*settings.extra_args, *statuses, "--set", "cassette_repeats=reuse"],
     )
     proxy = launcher.start(settings)
+    pool = ThreadPoolExecutor(max_workers=policy.concurrency)
     try:
         groups: dict[str, list[Job]] = {}
         for job in jobs:
@@ -337,19 +396,29 @@ def recheck(settings: launcher.Settings, jobs: list[Job], policy: Policy, privat
         budget = Budget(policy.max_requests)
 
         def sender(job: Job) -> Received:
-            return send(proxy.url, proxy.ca_bundle, job.facts, job.headers, policy.timeout)
+            return send(proxy.url, proxy.ca_bundle, job.facts, job.headers, policy.timeout, policy.max_time,
+                        policy.max_bytes)  # fmt: skip
 
         def check_group(group: list[Job]) -> None:
             for job in group:
                 try:
                     check(job, sender, scratch, kept, budget, policy)
                 except Exception as e:  # a bug of ours: this cassette's error, seen in the report, not a lost run
-                    _unchecked(job.result, _scrubbed(job, f"cassette drift failed on it: {type(e).__name__}: {e}"))
+                    _unchecked(job.result, scrub(f"cassette drift failed on it: {type(e).__name__}: {e}"))
+                # A check the stop cut short (its proxy gone) says nothing of the provider: not checked.
+                job.checked = not policy.stopping.is_set()
 
-        with ThreadPoolExecutor(max_workers=policy.concurrency) as pool:
-            list(pool.map(check_group, groups.values()))
+        list(pool.map(check_group, groups.values()))
     finally:
-        proxy.stop()
+        # Interrupted (a signal, a bug): the requests not sent yet never will be, and the proxy goes first: its end
+        # fails the requests in flight at once, rather than each waiting out its --timeout.
+        policy.stopping.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            proxy.stop()
+        except Stopped:  # a signal during the stop: stop it all the same (a second signal is ignored)
+            proxy.stop()
+            raise
 
 
 def write_accepted(jobs: list[Job]) -> list[str]:
@@ -396,23 +465,43 @@ def run_drift(args: argparse.Namespace) -> int:
             jobs.append(planned)
         else:
             results.append(planned)
-    policy = Policy(args.concurrency, args.max_requests, args.retries, args.max_wait, args.timeout)
-    written = []
-    with tempfile.TemporaryDirectory(prefix="cassette-drift-") as private:
-        if jobs:
-            recheck(settings, jobs, policy, Path(private))
-        if args.write:
-            written = write_accepted(jobs)
+    policy = Policy(args.concurrency, args.max_requests, args.retries, args.max_wait, args.timeout, args.max_time,
+                    args.max_bytes)  # fmt: skip
+    written: list[str] = []
+    try:
+        with (
+            stopped_by_signals(),
+            tempfile.TemporaryDirectory(prefix="cassette-drift-", ignore_cleanup_errors=True) as private,
+        ):
+            if jobs:
+                recheck(settings, jobs, policy, Path(private))
+            if args.write:
+                written = write_accepted(jobs)
+    except Stopped as e:
+        why = f"cassette drift was stopped by {e} before its answer was compared"
+        _report(args, root, [*results, *(_not_checked(job, why) for job in jobs)], written)
+        print(f"cassette: drift stopped by {e}: its proxy is stopped, the report lists what was not checked",
+              file=sys.stderr)  # fmt: skip
+        return 128 + e.signum
+    except BaseException as e:  # the proxy did not start, a bug of ours: the report still says what was checked
+        why = scrub(f"cassette drift failed before its answer was compared ({type(e).__name__}: {e})")
+        _report(args, root, [*results, *(_not_checked(job, why) for job in jobs)], written)
+        raise
+    return _report(args, root, [*results, *(job.result for job in jobs)], written)
+
+
+def _report(args: argparse.Namespace, root: Path, results: list[Result], written: list[str]) -> int:
+    """Print the table, write `--report` and `--markdown` (each scrubbed whole); the exit status."""
     report = DriftReport(str(root), parse_severity(args.fail_on), datetime.now(UTC).isoformat(timespec="seconds"),
-                         [*results, *(job.result for job in jobs)])  # fmt: skip
-    print(render_text(report))
+                         results)  # fmt: skip
+    if args.drift_report:
+        write_atomic(args.drift_report, scrub(json.dumps(report.to_json(), indent=2) + "\n").encode("utf-8"))
+    if args.markdown:
+        write_atomic(args.markdown, scrub(render_markdown(report)).encode("utf-8"))
+    print(scrub(render_text(report)))
     if args.write:
         print(f"\n--write: {sum(line.startswith('  written') for line in written)} re-recording(s) written into {root}")
         print("\n".join(written))
-    if args.drift_report:
-        write_atomic(args.drift_report, (json.dumps(report.to_json(), indent=2) + "\n").encode("utf-8"))
-    if args.markdown:
-        write_atomic(args.markdown, render_markdown(report).encode("utf-8"))
     return report.exit_status()
 
 
@@ -480,6 +569,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--timeout", type=_seconds, default=120.0, metavar="SECONDS",
                         help="seconds an answer may stay silent (default 120)")  # fmt: skip
+    parser.add_argument("--max-time", type=_seconds, default=600.0, metavar="SECONDS",
+                        help="seconds a request may take in all, its answer included: a stream still arriving "
+                        "then is cut off and listed as not checked (default 600)")  # fmt: skip
+    parser.add_argument("--max-bytes", type=_count(1), default=64 * 1024 * 1024, metavar="BYTES",
+                        help="the largest answer read; a larger one is cut off and listed as not checked "
+                        "(default 67108864, 64 MiB)")  # fmt: skip
     proxy_flags.add_mitmdump(parser)
     # What proxy_flags.settings_from_arguments reads and drift does not take: the scratch proxy is its own.
     parser.set_defaults(func=run_drift, mode="update", reverse=[], report=None, allow_host=[], proxy_ca_only=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -112,16 +113,29 @@ def add_mitmdump(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def checked_folder(folder: Path, mode: str) -> Path:
+    """The cassette folder, refused before any proxy starts when it is a file (mitmdump would fail on it later,
+    with a traceback); in replay a folder that does not exist is said, once, since every request will miss."""
+    if folder.exists() and not folder.is_dir():
+        raise LauncherError(f"--dir {folder} is a file, not a folder: pass the folder the cassettes are in (or set "
+                            "CASSETTE_DIR)")  # fmt: skip
+    if mode == "replay" and not folder.exists():
+        print(f"cassette: warning: the cassette folder {folder} does not exist: in replay every request to a "
+              "controlled host will miss (pass --dir, or record first with --mode record)", file=sys.stderr)  # fmt: skip
+    return folder
+
+
 def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     mode = resolve_mode(args.mode, environ)
     reverse = [parse_reverse(spec) for spec in args.reverse]
     only_reverse = getattr(args, "only_reverse", False)
     if only_reverse and not reverse:
         raise LauncherError("--only-reverse needs at least one --reverse NAME=URL route for the clients to use")
+    cassette_dir = checked_folder(Path(args.dir) if args.dir else default_dir(environ), mode)
     return Settings(
         mitmdump=find_mitmdump(args.mitmdump, environ),
         mode=mode,
-        cassette_dir=Path(args.dir) if args.dir else default_dir(environ),
+        cassette_dir=cassette_dir,
         hosts=args.hosts,
         reverse=reverse,
         port=getattr(args, "port", 0),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import re
@@ -22,6 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from ..core import json_depth
 from ..core.cassette_file import CassetteError, folder_for, read_limited
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
@@ -103,8 +103,8 @@ def strings(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tupl
     elif isinstance(value, str):
         if len(path) == 2 and path[1] == "body" and value.lstrip()[:1] in ("{", "["):
             # A JSON answer above 1 MB is stored as its text: its fields are scanned as a parsed body's are.
-            with contextlib.suppress(ValueError, RecursionError):
-                document = json.loads(value)
+            with contextlib.suppress(ValueError):  # TooDeep too: then scanned as text
+                document = json_depth.loads(value)
                 if isinstance(document, dict | list):
                     yield from strings(document, path)
                     return
@@ -172,7 +172,9 @@ def scan_file(path: Path, root: Path, rules: tuple[Rule, ...], entropy: bool) ->
     except CassetteError as e:
         return [Finding(str(path), "(file)", "unreadable", e.problem)]
     try:
-        document = json.loads(text)
+        document = json_depth.loads(text)
+    except json_depth.TooDeep as e:  # walked, it would exhaust the stack: the scan cannot vouch for it
+        return [Finding(str(path), "(file)", "unreadable", f"{e}: not a recording")]
     except ValueError:
         document = text
     return [

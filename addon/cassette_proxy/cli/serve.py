@@ -189,6 +189,9 @@ def detach(
             status = serve_in_foreground(
                 settings, environ, idle, follow_log=False, on_registered=lambda: registered.append(True)
             )
+        except launcher.LauncherError as e:  # a port taken, a bad flag: the one line the caller prints
+            print(f"cassette: {e}", file=sys.stderr)
+            status = 2
         except BaseException:  # the log says what, for the caller still waiting; the exit status that it failed
             traceback.print_exc()
         finally:
@@ -203,6 +206,9 @@ def detach(
         if done:
             text = log.read_text(errors="replace") if log.exists() else ""
             log.unlink(missing_ok=True)
-            print(f"cassette: the warm proxy did not start (exit status {status >> 8}):\n{text}", file=sys.stderr)
+            if status >> 8 == 2:  # its own one-line error
+                print(text.strip(), file=sys.stderr)
+            else:
+                print(f"cassette: the warm proxy did not start (exit status {status >> 8}):\n{text}", file=sys.stderr)
             return None
         time.sleep(0.02)

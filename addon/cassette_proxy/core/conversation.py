@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import json_depth
 from .stream_events import NDJSON, SSE, guess_kind, payload_lines, split_text, sse_fields, stream_kind
 
 ANTHROPIC = "anthropic"
@@ -708,8 +709,8 @@ def stream_payloads(response: dict[str, Any]) -> list[tuple[int | None, str, Any
         if not data and name is None:
             continue  # an SSE comment or keep-alive
         try:
-            payload = json.loads(data) if data.strip() != "[DONE]" else "[DONE]"
-        except ValueError:
+            payload = json_depth.loads(data) if data.strip() != "[DONE]" else "[DONE]"
+        except ValueError:  # TooDeep too
             payload = data
         payloads.append((ms if isinstance(ms, int) else None, name or "", payload))
     return payloads

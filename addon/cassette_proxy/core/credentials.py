@@ -3,7 +3,11 @@
 A cassette never stores a credential, so `cassette drift` adds one to each
 request it re-sends, read from the environment the way the provider's own SDK
 reads it (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, …). A value is
-only ever put in a request header: never logged, stored or reported. Hosts the
+only ever put in a request header: never logged, stored or reported. Each
+value read is registered with the scrubber (scrub.py) before anything else is
+done with it, and surrounding whitespace (a `.env` file's trailing newline) is
+stripped; a line break or control character inside it is refused, naming the
+variable, never the value: sent, it would end the header early. Hosts the
 table does not know (Vertex AI's OAuth tokens, a private gateway) take a
 `--credential HOST=VARIABLE` rule; Bedrock's SigV4 signatures cannot be
 re-made from a stored request, so those hosts are refused with that reason.
@@ -16,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .hosts import HostScope
+from .scrub import register
 
 BEARER = "authorization"
 
@@ -72,6 +77,22 @@ class CredentialError(ValueError):
     """No credential for a host, or a `--credential` rule that cannot work; the message says what to set."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def header_value(variable: str, value: str) -> str:
+    """The variable's value as a header may carry it: registered with the scrubber, surrounding whitespace
+    stripped; CredentialError (naming the variable only) for a control character left inside."""
+    register(value)
+    stripped = value.strip()
+    if _CONTROL.search(stripped):
+        raise CredentialError(
+            f"${variable} holds a line break or control character inside its value (not shown): a header cannot "
+            "carry it; set the variable to the key alone"
+        )
+    return stripped
+
+
 _RULE = re.compile(r"^([^=\s]+)=(?:([A-Za-z0-9-]+):)?([A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -104,12 +125,13 @@ def credential_headers(host: str, environ: Mapping[str, str], rules: Sequence[Cr
     for credential in (*rules, *PROVIDERS):
         if host not in HostScope(credential.hosts):
             continue
-        value = next((environ[name] for name in credential.variables if environ.get(name)), None)
-        if value is not None:
-            headers = {credential.header: credential.prefix + value}
+        # Unset and blank are the same: a variable holding only a newline holds no key.
+        name = next((name for name in credential.variables if environ.get(name, "").strip()), None)
+        if name is not None:
+            headers = {credential.header: credential.prefix + header_value(name, environ[name])}
             for header, variable in ACCOUNT_HEADERS.get(host, ()):
-                if environ.get(variable):
-                    headers[header] = environ[variable]
+                if environ.get(variable, "").strip():
+                    headers[header] = header_value(variable, environ[variable])
             return headers
     wanted = [name for credential in (*rules, *PROVIDERS) if host in HostScope(credential.hosts)
               for name in credential.variables]  # fmt: skip

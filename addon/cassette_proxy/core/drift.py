@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from . import json_depth
 from .conversation import REFUSAL, THINKING, Answer, Part, answer_of, stream_payloads
 from .summary import one_line
 
@@ -88,7 +89,7 @@ def error_message(answer: Answer) -> str:
     for part in answer.parts:
         if (part.kind == "json" and part.name == "error") or (failed and part.text):
             try:
-                error = json.loads(part.text)
+                error = json_depth.loads(part.text)
             except ValueError:
                 return one_line(part.text, 300)
             if isinstance(error, dict) and isinstance(error.get("error"), dict):
@@ -173,7 +174,7 @@ def _json_schema(response: dict[str, Any]) -> dict[str, set[str]] | None:
     body = response.get("body")
     if response.get("body_format") == "text" and isinstance(body, str) and "json" in _content_type(response):
         try:
-            body = json.loads(body)  # a big JSON answer is stored as its text (cassette_file.large_json_as_text)
+            body = json_depth.loads(body)  # a big JSON answer is stored as its text (cassette_file.large_json_as_text)
         except ValueError:
             return None
     elif response.get("body_format") != "json":
@@ -249,7 +250,7 @@ def _variants_on_both_sides(path: str, before: dict[str, Any], after: dict[str, 
 def _call(part: Part) -> str:
     """`name(key, key)`: a tool call by its name and argument keys, the values left to the text."""
     try:
-        arguments = json.loads(part.text) if part.text.strip() else {}
+        arguments = json_depth.loads(part.text) if part.text.strip() else {}
     except ValueError:
         arguments = None
     keys = ", ".join(sorted(arguments)) if isinstance(arguments, dict) else "…"
@@ -259,7 +260,7 @@ def _call(part: Part) -> str:
 def _arguments(part: Part) -> str:
     """A tool call's arguments as compact sorted JSON, so spacing and key order are not a change."""
     try:
-        return f"{part.name}({json.dumps(json.loads(part.text), sort_keys=True, ensure_ascii=False)})"
+        return f"{part.name}({json.dumps(json_depth.loads(part.text), sort_keys=True, ensure_ascii=False)})"
     except ValueError:
         return f"{part.name}({part.text})"
 

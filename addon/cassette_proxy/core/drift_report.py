@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from .drift import Finding, Severity, worst
+from .printable import printable
 from .summary import code_span, fence, one_line
 
 REPORT_VERSION = 1
@@ -199,7 +200,9 @@ def _request_line(result: Result) -> str:
 
 
 def render_markdown(report: DriftReport) -> str:
-    """For an issue comment or a job summary: recorded and live content only inside code spans and fences."""
+    """For an issue comment or a job summary: recorded and live content only inside code spans and fences, and
+    every control character escaped (printable.py): the file is posted as an issue, where a raw ESC, BEL or a
+    bidi override (U+202E) would reorder or hide what a reviewer reads."""
     ordered = report.ordered()
     found = report.worst()
     verdict = "❌" if report.exit_status() == EXIT_DRIFT else "⚠️" if report.exit_status() else "✅"
@@ -214,4 +217,4 @@ def render_markdown(report: DriftReport) -> str:
         body = [f"{finding.severity.label:<10} {describe(finding)}" for finding in result.findings]
         lines += ["", f"<details><summary>{_label(result)}: <code>{html.escape(result.cassette)}</code></summary>", ""]
         lines += [fence(body), *body, fence(body), "", "</details>"]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n", keep_newlines=True)

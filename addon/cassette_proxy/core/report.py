@@ -26,6 +26,7 @@ from typing import Any, NotRequired, TypedDict
 from .atomic_write import write_atomic
 from .per_test import NO_TEST
 from .printable import printable
+from .scrub import scrub
 
 
 class ReportError(Exception):
@@ -266,7 +267,7 @@ class Report:
         return data
 
     def write(self, path: Path) -> None:
-        write_atomic(path, (json.dumps(self.to_json(), indent=2) + "\n").encode("utf-8"))
+        write_atomic(path, scrub(json.dumps(self.to_json(), indent=2) + "\n").encode("utf-8"))
 
     @classmethod
     def from_json(cls, data: object) -> Report:
@@ -361,7 +362,7 @@ class Report:
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
         lines += [f"cassette: error {e.kind.value}: {e.message}" for e in self.errors]
         # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
-        return "\n".join(printable(line) for line in lines)
+        return "\n".join(scrub(printable(line)) for line in lines)  # and no known secret (core/scrub.py)
 
     def tests_with_misses(self) -> dict[str, int]:
         """Test id → how many of its requests missed (requests outside any test are not a test's)."""

@@ -15,6 +15,17 @@ Session cassettes are written as `cassette_format` 3: a proxy that predates
 sessions refuses them instead of answering a 101 with nothing behind it.
 Reading is validation, as for every cassette: types, counts, sizes, base64,
 the sidecar's name, size, digest and place inside the cassette folder.
+
+A session file is untrusted and can be large, so the checks come before the
+work they guard: its frames are counted while the file is parsed
+(`parse_json`, which cassette_file.parse uses for any file naming a session:
+a file of two million frames is refused after a tenth of them, not parsed
+whole), sidecar spans may neither overlap nor pass the sidecar's end (so the
+restored payloads are bounded by the two files' sizes: one span repeated
+cannot make a small sidecar into gigabytes), and the payloads' total is
+checked while they are rebuilt, not after. Parsing through a Python hook
+also lets other threads run between objects: the proxy's event loop goes on
+answering while a big session is read in its worker thread.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ import base64
 import binascii
 import copy
 import hashlib
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +55,8 @@ PAYLOAD_FIELDS = ("json", "text", "base64", "sidecar")
 
 MAX_FRAMES = 100_000
 """Frames in one session at most: far above a test's conversation, far below what exhausts memory."""
+FRAME_KEYS = frozenset({"from", "ms", "frame"})
+"""What every frame object holds: what `parse_json` counts frames by before the file is read whole."""
 MAX_MS = 86_400_000
 """A frame's offset at most (a day): a timed replay waits this long at worst."""
 MAX_REASON_BYTES = 123
@@ -214,6 +228,26 @@ def session_object(
 # -- reading -----------------------------------------------------------------------------------------------------
 
 
+def parse_json(path: Path | str, text: str) -> Any:
+    """The JSON of a file that may be a session, parsed with every object seen as it is made: past twice
+    MAX_FRAMES objects shaped like frames (`from`, `ms`, `frame`), CassetteError, before the rest is parsed (a
+    frame's own JSON could look like one: the exact count is `check_session`'s). ValueError and RecursionError
+    as `json.loads` raises them."""
+    seen = 0
+
+    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal seen
+        value = dict(pairs)
+        if len(value) >= 4 and value.keys() >= FRAME_KEYS:
+            seen += 1
+            if seen > 2 * MAX_FRAMES:
+                raise CassetteError(path, f"session.frames holds more than {2 * MAX_FRAMES} frames (the limit is "
+                                    f"{MAX_FRAMES}); refused before reading the rest")  # fmt: skip
+        return value
+
+    return json.loads(text, object_pairs_hook=counted)
+
+
 def check_session(path: Path | str, cassette: dict[str, Any]) -> None:
     """Validate a session cassette's structure (no I/O); CassetteError naming the problem."""
     if cassette.get("cassette_format") != SESSION_FORMAT:
@@ -237,9 +271,22 @@ def check_session(path: Path | str, cassette: dict[str, Any]) -> None:
     if len(frames) > MAX_FRAMES:
         raise CassetteError(path, f"session.frames holds {len(frames)} frames, over the limit of {MAX_FRAMES}")
     sidecar_bytes = _check_sidecar(path, session.get("sidecar"))
+    spans: list[tuple[int, int, str]] = []
     for i, frame in enumerate(frames):
-        _check_frame(path, f"session.frames[{i}]", frame, sidecar_bytes)
+        _check_frame(path, f"session.frames[{i}]", frame, sidecar_bytes, spans)
+    _check_disjoint(path, spans)
     _check_close(path, session.get("close"))
+
+
+def _check_disjoint(path: Path | str, spans: list[tuple[int, int, str]]) -> None:
+    """Each sidecar byte belongs to one payload at most, as the recorder writes them: spans that overlap would
+    let a small sidecar restore as many times its size as there are spans."""
+    spans.sort(key=lambda span: span[:2])  # stable: equal starts keep the order they were recorded in
+    for (offset, length, where), (next_offset, _, next_where) in itertools.pairwise(spans):
+        if next_offset < offset + length:
+            raise CassetteError(
+                path, f"{next_where} overlaps {where} in the sidecar: every sidecar byte belongs to one payload"
+            )
 
 
 def _check_sidecar(path: Path | str, sidecar: Any) -> int | None:
@@ -263,7 +310,9 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _check_frame(path: Path | str, where: str, frame: Any, sidecar_bytes: int | None) -> None:
+def _check_frame(
+    path: Path | str, where: str, frame: Any, sidecar_bytes: int | None, spans: list[tuple[int, int, str]]
+) -> None:
     if not isinstance(frame, dict):
         raise CassetteError(path, f"{where} must be an object")
     if frame.get("from") not in SOURCES:
@@ -284,7 +333,7 @@ def _check_frame(path: Path | str, where: str, frame: Any, sidecar_bytes: int | 
     if kind == "base64" and not (isinstance(frame["base64"], str) and _valid_base64(frame["base64"])):
         raise CassetteError(path, f"{where}.base64 is not base64")
     if kind == "sidecar":
-        _check_span(path, f"{where}.sidecar", frame["sidecar"], sidecar_bytes)
+        _check_span(path, f"{where}.sidecar", frame["sidecar"], sidecar_bytes, spans)
     if kind == "json":
         try:
             _compact(frame["json"])
@@ -295,7 +344,7 @@ def _check_frame(path: Path | str, where: str, frame: Any, sidecar_bytes: int | 
         if kind != "json" or not isinstance(moved, list):
             raise CassetteError(path, f"{where}.in_sidecar must be a list, in a JSON frame")
         for j, entry in enumerate(moved):
-            _check_span(path, f"{where}.in_sidecar[{j}]", entry, sidecar_bytes)
+            _check_span(path, f"{where}.in_sidecar[{j}]", entry, sidecar_bytes, spans)
             if not _points_to_string(frame["json"], entry.get("path")):
                 raise CassetteError(path, f"{where}.in_sidecar[{j}].path must name a string in the frame's JSON")
     digest = frame.get("match_digest")
@@ -313,13 +362,16 @@ def _valid_base64(text: str) -> bool:
     return True
 
 
-def _check_span(path: Path | str, where: str, span: Any, sidecar_bytes: int | None) -> None:
+def _check_span(
+    path: Path | str, where: str, span: Any, sidecar_bytes: int | None, spans: list[tuple[int, int, str]]
+) -> None:
     if sidecar_bytes is None:
         raise CassetteError(path, f"{where} points into a sidecar, and session.sidecar names none")
     if not isinstance(span, dict) or not _is_count(span.get("offset")) or not _is_count(span.get("length")):
         raise CassetteError(path, f"{where} must hold a whole offset and length")
     if span["offset"] + span["length"] > sidecar_bytes:
         raise CassetteError(path, f"{where} ends past the sidecar's {sidecar_bytes} bytes")
+    spans.append((span["offset"], span["length"], where))
 
 
 def _points_to_string(value: Any, path: Any) -> bool:
@@ -377,14 +429,15 @@ def read_session(
             ) from None
         if len(sidecar) != described["bytes"] or hashlib.sha256(sidecar).hexdigest() != described["sha256"]:
             raise CassetteError(path, f"its sidecar {described['file']} is not the file it was recorded with")
-    frames, digests = [], {}
+    frames, digests, total = [], {}, 0
     for i, entry in enumerate(session["frames"]):
         payload = restored_payload(entry, sidecar)
+        total += len(payload)
+        if total > 4 * max_size:  # bounded by construction (disjoint spans); checked as built all the same
+            raise CassetteError(path, f"its frames hold more than {4 * max_size} bytes")
         frames.append(Frame(entry["from"] == "client", entry["ms"], entry["frame"] == "text", payload))
         if "match_digest" in entry:
             digests[i] = entry["match_digest"]
-    if sum(len(f.payload) for f in frames) > 4 * max_size:
-        raise CassetteError(path, f"its frames hold more than {4 * max_size} bytes")
     close = session.get("close")
     return Session(
         tuple(frames),

@@ -9,11 +9,10 @@ only this one.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from . import aws_eventstream
+from . import aws_eventstream, json_depth
 
 SSE = "sse"
 NDJSON = "ndjson"
@@ -92,7 +91,7 @@ def ends_protocol(kind: str, last_event: str) -> bool:
     """
     if kind == NDJSON:
         try:
-            line = json.loads(last_event)
+            line = json_depth.loads(last_event)
         except ValueError:
             return False
         return isinstance(line, dict) and (line.get("done") is True or "error" in line)
@@ -125,8 +124,8 @@ def payload(event: str) -> Any:
     if not data or data == "[DONE]":
         return NOT_JSON
     try:
-        return json.loads(data)
-    except ValueError:
+        return json_depth.loads(data)
+    except ValueError:  # TooDeep too: a hostile event is not JSON
         return NOT_JSON
 
 

@@ -18,12 +18,13 @@ from mitmproxy import http
 from ..core import miss as misses
 from ..core import redact
 from ..core.hosts import HostScope
-from ..core.key import RequestFacts
+from ..core.key import CREDENTIAL_HEADERS, RequestFacts
 from ..core.miss import ClosestSearch
 from ..core.printable import logger
 from ..core.recipe import stored_request
 from ..core.report import ErrorEntry, ErrorKind, Miss, Offline
 from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker
+from ..core.scrub import register, scrub
 from ..core.token_exchange import placeholder
 from .control_channel import RequestRules
 from .errors import error_response, json_response
@@ -128,8 +129,14 @@ def token_exchange(flow: http.HTTPFlow) -> None:
 
 
 def own_error(flow: http.HTTPFlow, state: FlowState, hook: str, error: Exception) -> ErrorEntry:
-    """A bug of ours: the client gets a JSON 500 it will not retry, the log the traceback; nothing is saved."""
-    what = f"{type(error).__name__}: {redact.redacted(str(error), ('log',), redact.SECRET_RULES)}"[:300]
+    """A bug of ours: the client gets a JSON 500 it will not retry, the log the traceback; nothing is saved.
+    The request's credentials are registered with the scrubber first: an exception may quote them in any form,
+    and the message (scrubbed before it is cut, so no prefix of a key survives), the log and the report all go
+    through it."""
+    for name in CREDENTIAL_HEADERS:
+        for value in flow.request.headers.get_all(name):
+            register(value, value.partition(" ")[2])  # the whole value, and a `Bearer` token's own part
+    what = f"{type(error).__name__}: {scrub(redact.redacted(str(error), ('log',), redact.SECRET_RULES))}"[:300]
     message = (
         f"cassette_error: the cassette addon failed in its {hook} hook ({what}); the request was not forwarded. "
         "This is a bug in Cassette Proxy: please report it with the proxy log."

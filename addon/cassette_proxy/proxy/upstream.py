@@ -7,7 +7,10 @@ So, for each forwarded request, `UpstreamGuard`:
 
 - probes the destination (TCP, and TLS with the same trust settings mitmproxy
   uses) once every addon's `request` hook has run, and on failure answers 502
-  `cassette_upstream_error` itself, before mitmproxy tries;
+  `cassette_upstream_error` itself, before mitmproxy tries; never for a
+  WebSocket upgrade, whose server logs the probe's empty connection as a
+  failed handshake (and no WebSocket client retries mitmproxy's HTML 502, the
+  reason SDK requests get the JSON one);
 - answers 504 `cassette_upstream_error` when no response headers arrived within
   `cassette_upstream_timeout`, by handing mitmproxy that answer in place of the
   upstream's on the waiting HTTP/1 connection (which then closes);
@@ -95,7 +98,8 @@ class UpstreamGuard:
         try:
             await asyncio.sleep(0)
             request = flow.request
-            if flow.server_conn.via is None:
+            upgrade = request.headers.get("upgrade", "").lower() == "websocket"
+            if flow.server_conn.via is None and not upgrade:
                 tls = upstream_tls(ctx.options) if request.scheme == "https" else None
                 problem = await unreachable(request.host, request.port, tls, self.timeout)
                 if problem:
