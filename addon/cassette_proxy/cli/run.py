@@ -10,7 +10,7 @@ import sys
 import threading
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher, silent_run, warm_proxy
+from ..launch import launcher, lifeline, silent_run, warm_proxy
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags, serve
 
@@ -96,7 +96,8 @@ def _run_command(command: list[str], env: dict[str, str], proxy: launcher.Runnin
     come up, COMMAND is stopped (SIGTERM) and the run fails with the proxy's error.
     """
     try:
-        child = subprocess.Popen(command, env=env)
+        # Killed outright (SIGKILL), `cassette run` cannot stop COMMAND: the kernel sends it SIGTERM (lifeline.py).
+        child = subprocess.Popen(command, env=env, preexec_fn=lifeline.die_with_parent(signal.SIGTERM))
     except FileNotFoundError:
         raise launcher.LauncherError(f"command not found: {command[0]}") from None
     failure: list[launcher.LauncherError] = []

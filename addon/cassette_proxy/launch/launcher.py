@@ -63,6 +63,7 @@ from .client_env import (
 )
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 from .errors import LauncherError
+from .lifeline import die_with_parent
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
@@ -459,6 +460,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bo
                 command(settings, private, port, reverse_ports), stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=proxy_environ, pass_fds=[s.fileno() for s in listeners],
                 start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
+                preexec_fn=die_with_parent(signal.SIGKILL),  # a launcher killed outright leaves no proxy (lifeline.py)
             )  # fmt: skip
         # Only mitmdump holds the sockets now: if it exits, waiting clients are reset rather than left hanging.
         for listener in listeners:
