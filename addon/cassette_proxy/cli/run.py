@@ -10,7 +10,7 @@ import sys
 import threading
 
 from ..core.report import strict_failures, summary
-from ..launch import launcher, lifeline, silent_run, warm_proxy
+from ..launch import isolate, launcher, lifeline, silent_run, warm_proxy
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags, serve
 
@@ -37,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"the same settings to reuse; it stops after {warm_proxy.IDLE_DEFAULT / 60:.0f} min without a run, or on "
         "`cassette serve --stop`.",
     )  # fmt: skip
+    parser.add_argument(
+        "--isolate", action="store_true",
+        help="Run COMMAND and everything it starts in a network namespace of its own (Linux), where the proxy is "
+        "the only way out: a client that ignores the proxy variables fails at once instead of reaching the network "
+        "or this machine's other listeners.",
+    )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     parser.set_defaults(func=run)
 
@@ -54,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         proxy = launcher.start(settings, wait=False)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
-        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}, proxy)
+        env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}
+        status = _run_command(command, env, proxy, args.isolate)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
@@ -87,7 +94,7 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _run_command(command: list[str], env: dict[str, str], proxy: launcher.RunningProxy) -> int:
+def _run_command(command: list[str], env: dict[str, str], proxy: launcher.RunningProxy, isolated: bool) -> int:
     """COMMAND's exit status (128 + N when killed by signal N, as shells report it).
 
     Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
@@ -95,11 +102,16 @@ def _run_command(command: list[str], env: dict[str, str], proxy: launcher.Runnin
     passed on to COMMAND. COMMAND starts before the proxy is up: when it does not
     come up, COMMAND is stopped (SIGTERM) and the run fails with the proxy's error.
     """
-    try:
-        # Killed outright (SIGKILL), `cassette run` cannot stop COMMAND: the kernel sends it SIGTERM (lifeline.py).
-        child = subprocess.Popen(command, env=env, preexec_fn=lifeline.die_with_parent(signal.SIGTERM))
-    except FileNotFoundError:
-        raise launcher.LauncherError(f"command not found: {command[0]}") from None
+    relay = None
+    if isolated:
+        ports = [int(proxy.url.rsplit(":", 1)[1]), *proxy.reverse_ports.values()]
+        child, relay = isolate.start(command, env, ports)
+    else:
+        try:
+            # Killed outright (SIGKILL), `cassette run` cannot stop COMMAND: the kernel sends it SIGTERM (lifeline.py).
+            child = subprocess.Popen(command, env=env, preexec_fn=lifeline.die_with_parent(signal.SIGTERM))
+        except FileNotFoundError:
+            raise launcher.LauncherError(f"command not found: {command[0]}") from None
     failure: list[launcher.LauncherError] = []
 
     def watch() -> None:
@@ -119,6 +131,8 @@ def _run_command(command: list[str], env: dict[str, str], proxy: launcher.Runnin
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if relay is not None:
+            relay.stop()
     watcher.join()
     if failure:
         raise failure[0]

@@ -1,0 +1,154 @@
+"""`cassette run --isolate`: the command in a network namespace of its own, where the proxy is the only way out.
+
+Without it, replay is sealed for the clients that go through the proxy: one
+that ignores `HTTPS_PROXY` (Node's `https` module, a native binary, a browser)
+reaches the network, and Node trusts its bundled roots whatever
+`NODE_EXTRA_CA_CERTS` says. With it the kernel seals every process the
+command starts, whatever its language: in the namespace there is only `lo`,
+no route out, and nothing of this machine's listeners. A connection to
+another address fails at once (no route; a name cannot even be resolved), one
+to another loopback port is refused.
+
+The proxy stays outside (a warm proxy too). isolate_entry.py, started in
+the command's place, enters the namespaces, listens on 127.0.0.1 at the
+proxy's ports inside, hands those listening sockets back over a Unix socket,
+and becomes the command. The launcher accepts on them (a socket works
+whichever namespace it was made in) and relays each connection to the same
+port on the machine's 127.0.0.1, from a thread of its own. The proxy sees
+the launcher's connections: this user's, so the owner check passes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .errors import LauncherError
+from .lifeline import die_with_parent
+
+ENTRY = Path(__file__).with_name("isolate_entry.py")
+SETUP_TIMEOUT = 30.0
+CHUNK = 256 * 1024
+REFUSED_HELP = (
+    "the kernel refused a user and network namespace ({reason}): containers started without CAP_SYS_ADMIN or "
+    "with unprivileged user namespaces disabled (sysctl user.max_user_namespaces=0, "
+    "kernel.apparmor_restrict_unprivileged_userns=1) refuse it, and macOS has none. Run without --isolate: "
+    "replay is then sealed for every client that uses the proxy variables, not for one that ignores them "
+    "(docs/sealed-replay.md#clients-that-ignore-the-proxy)"
+)
+
+
+def start(command: Sequence[str], env: Mapping[str, str], ports: Sequence[int]) -> tuple[subprocess.Popen, Relay]:
+    """COMMAND started in its own user and network namespace, and the relay from its loopback `ports` to the
+    proxy's; LauncherError (COMMAND not run) when the namespace cannot be made or COMMAND is not found."""
+    if not sys.platform.startswith("linux"):
+        raise LauncherError("--isolate: " + REFUSED_HELP.format(reason=f"{sys.platform} has no network namespaces"))
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(ENTRY), str(theirs.fileno()), ",".join(map(str, ports)), "--", *command],
+            env=dict(env), pass_fds=[theirs.fileno()], preexec_fn=die_with_parent(signal.SIGTERM),
+        )  # fmt: skip
+    finally:
+        theirs.close()
+    with ours:
+        ours.settimeout(SETUP_TIMEOUT)
+        try:
+            message, descriptors, _, _ = socket.recv_fds(ours, 65536, len(ports))
+        except OSError as e:
+            message, descriptors = b"", []
+            reason = str(e)
+        else:
+            reason = "no answer"
+    listeners = [socket.socket(fileno=fd) for fd in descriptors]
+    try:
+        answer = json.loads(message) if message else {"error": f"the namespace's setup ended early ({reason})"}
+    except ValueError:
+        answer = {"error": f"the namespace's setup answered {message[:200]!r}"}
+    if not answer.get("ok") or len(listeners) != len(ports):
+        for listener in listeners:
+            listener.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(5)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        error = str(answer.get("error", "no listening sockets came back"))
+        if answer.get("kind") == "command":
+            raise LauncherError(error)
+        raise LauncherError("--isolate: " + REFUSED_HELP.format(reason=error))
+    return process, Relay(listeners)
+
+
+class Relay:
+    """Connections accepted inside the namespace, each passed to the same port on this machine's 127.0.0.1."""
+
+    def __init__(self, listeners: Sequence[socket.socket]) -> None:
+        self.listeners = list(listeners)
+        self.loop = asyncio.new_event_loop()
+        self.connections = 0
+        """Connections relayed (read after `stop()`)."""
+        self._started = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="cassette isolate relay", daemon=True)
+        self.thread.start()
+        self._started.wait()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        servers = []
+        for listener in self.listeners:
+            port = listener.getsockname()[1]
+            server = self.loop.run_until_complete(
+                asyncio.start_server(lambda r, w, port=port: self._relay(r, w, port), sock=listener, limit=CHUNK)
+            )
+            servers.append(server)
+        self._started.set()
+        try:
+            self.loop.run_forever()
+        finally:
+            for server in servers:
+                server.close()
+            tasks = asyncio.all_tasks(self.loop)
+            for task in tasks:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.close()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int) -> None:
+        self.connections += 1
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port, limit=CHUNK)
+        except OSError:
+            writer.transport.abort()
+            return
+        await asyncio.gather(_pipe(reader, upstream_writer, writer), _pipe(upstream_reader, writer, upstream_writer))
+        for end in (writer, upstream_writer):
+            end.close()
+
+    def stop(self) -> None:
+        """Close the listeners and every relayed connection (COMMAND has ended)."""
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, source: asyncio.StreamWriter) -> None:
+    """Bytes one way until EOF, then a half close (HTTP clients may close their side first); a reset of either
+    end aborts both (`source`: the writer of the reader's own connection)."""
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except OSError:
+        writer.transport.abort()
+        source.transport.abort()

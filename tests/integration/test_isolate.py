@@ -1,0 +1,120 @@
+"""`cassette run --isolate`: the command in a network namespace of its own, the proxy its only way out
+(launch/isolate.py). A Python client connecting straight to a listener on this machine's 127.0.0.1, and a
+Node 20 client without undici (`https.request`, which ignores the proxy variables) are refused at once, while
+the SDK's proxied request hits its cassette. Nothing here leaves loopback: names cannot resolve in the namespace,
+and the one run without --isolate only reaches the test's own listener."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+import samples
+from cassette_command import CASSETTE, cassette
+from harness import FAKE_OPENAI_KEY
+
+CLIENTS = """
+import json, os, socket, subprocess, sys
+import openai
+port, isolated = int(sys.argv[2]), sys.argv[3] == "isolated"
+out = {}
+client = openai.OpenAI(api_key=sys.argv[1], max_retries=0)
+out["sdk"] = client.chat.completions.create(
+    model="gpt-4o-mini", messages=[{"role": "user", "content": "one"}]).choices[0].message.content
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=30).close()
+    out["python"] = "connected"
+except OSError as e:
+    out["python"] = type(e).__name__
+node = '''
+const [target, port] = process.argv.slice(1);
+const request = target === "host" ? require("http").request({host: "127.0.0.1", port: Number(port), path: "/"})
+  : require("https").request("https://api.openai.com/v1/models");
+request.setTimeout(30000, () => request.destroy(new Error("timeout")));
+request.on("socket", (socket) => socket.on("connect", () => { console.log("connected"); process.exit(0); }));
+request.on("error", (e) => { console.log(e.code || e.message); process.exit(0); });
+request.end();
+'''
+targets = ["host", "provider"] if isolated else ["host"]  # never the real provider without the namespace
+for target in targets:
+    out["node_" + target] = subprocess.run(["node", "-e", node, target, str(port)], capture_output=True,
+                                           text=True, timeout=60).stdout.strip()
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture
+def host_listener():
+    """A listener on this machine's 127.0.0.1 that counts who reached it."""
+    reached: list[int] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def accept() -> None:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:
+                    return
+                reached.append(1)
+                connection.close()
+
+        threading.Thread(target=accept, daemon=True).start()
+        yield listener.getsockname()[1], reached
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # no warm proxy of the machine's user
+    monkeypatch.delenv("CASSETTE_MODE", raising=False)
+    samples.write(tmp_path / "cassettes", samples.chat("one", "first"))
+    return tmp_path
+
+
+def clients(folder, port: int, *flags: str) -> dict:
+    isolated = "isolated" if "--isolate" in flags else "not"
+    result = cassette(
+        "run", *flags, "--", sys.executable, "-c", CLIENTS, FAKE_OPENAI_KEY, str(port), isolated, cwd=folder
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_isolated_clients_that_go_around_the_proxy_are_refused_while_proxied_requests_hit(folder, host_listener):
+    if not shutil.which("node"):
+        pytest.fail("this test needs Node 20 (Debian's nodejs): scripts/install-test-tools")
+    port, reached = host_listener
+    # The same clients without the namespace reach the listener: what --isolate takes away.
+    assert clients(folder, port) == {"sdk": "first", "python": "connected", "node_host": "connected"}
+    assert len(reached) == 2
+    isolated = clients(folder, port, "--isolate")
+    assert isolated == {
+        "sdk": "first",
+        "python": "ConnectionRefusedError",
+        "node_host": "ECONNREFUSED",
+        "node_provider": "EAI_AGAIN",  # no name resolves: no route to any resolver, at once
+    }
+    assert len(reached) == 2
+
+
+def test_where_the_kernel_refuses_namespaces_the_run_fails_naming_the_fallback(folder):
+    # A user namespace whose limit of nested user namespaces is 0, as in a container that disables them.
+    shell = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+    command = [sys.executable, "-c", "open('ran', 'w')"]
+    result = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c", shell, "sh", CASSETTE, "run", "--isolate",
+         "--", *command],
+        cwd=folder, capture_output=True, text=True, timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "CASSETTE_MODE"},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "--isolate: the kernel refused a user and network namespace" in result.stderr
+    assert "No space left on device" in result.stderr and "Run without --isolate" in result.stderr
+    assert not (folder / "ran").exists()
