@@ -41,7 +41,13 @@ request.on("socket", (socket) => socket.on("connect", () => { console.log("conne
 request.on("error", (e) => { console.log(e.code || e.message); process.exit(0); });
 request.end();
 '''
-targets = ["host", "provider"] if isolated else ["host"]  # never the real provider without the namespace
+if isolated:  # never a real address without the namespace
+    try:
+        socket.create_connection(("192.0.2.1", 443), timeout=30).close()  # TEST-NET-1: no one's host
+        out["python_address"] = "connected"
+    except OSError as e:
+        out["python_address"] = type(e).__name__
+targets = ["host", "provider"] if isolated else ["host"]
 for target in targets:
     out["node_" + target] = subprocess.run(["node", "-e", node, target, str(port)], capture_output=True,
                                            text=True, timeout=60).stdout.strip()
@@ -78,13 +84,14 @@ def folder(tmp_path, monkeypatch):
     return tmp_path
 
 
-def clients(folder, port: int, *flags: str) -> dict:
+def clients(folder, port: int, *flags: str) -> tuple[dict, str]:
+    """What each client got, and `cassette run`'s summary."""
     isolated = "isolated" if "--isolate" in flags else "not"
     result = cassette(
         "run", *flags, "--", sys.executable, "-c", CLIENTS, FAKE_OPENAI_KEY, str(port), isolated, cwd=folder
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
 def test_isolated_clients_that_go_around_the_proxy_are_refused_while_proxied_requests_hit(folder, host_listener):
@@ -92,16 +99,22 @@ def test_isolated_clients_that_go_around_the_proxy_are_refused_while_proxied_req
         pytest.fail("this test needs Node 20 (Debian's nodejs): scripts/install-test-tools")
     port, reached = host_listener
     # The same clients without the namespace reach the listener: what --isolate takes away.
-    assert clients(folder, port) == {"sdk": "first", "python": "connected", "node_host": "connected"}
-    assert len(reached) == 2
-    isolated = clients(folder, port, "--isolate")
+    plain, summary = clients(folder, port)
+    assert plain == {"sdk": "first", "python": "connected", "node_host": "connected"}
+    assert len(reached) == 2 and "--isolate" not in summary
+    isolated, summary = clients(folder, port, "--isolate")
     assert isolated == {
         "sdk": "first",
         "python": "ConnectionRefusedError",
+        "python_address": "ConnectionRefusedError",
         "node_host": "ECONNREFUSED",
-        "node_provider": "EAI_AGAIN",  # no name resolves: no route to any resolver, at once
+        "node_provider": "EAI_AGAIN",  # no name resolves: the resolver's datagrams are refused, at once
     }
     assert len(reached) == 2
+    assert "cassette: replay: 1 hits, 0 misses" in summary
+    # The namespace's only route out counted what tried to leave (another loopback port is the namespace's own).
+    escapes = next(line for line in summary.splitlines() if line.startswith("cassette: --isolate: refused"))
+    assert "192.0.2.1:443 (1)" in escapes and ":53 (udp)" in escapes, escapes
 
 
 def test_where_the_kernel_refuses_namespaces_the_run_fails_naming_the_fallback(folder):

@@ -61,17 +61,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
         env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}
-        status = _run_command(command, env, proxy, args.isolate)
+        status, escapes = _run_command(command, env, proxy, args.isolate)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
     print(summary(report), file=sys.stderr)
+    if escapes:
+        print(escapes, file=sys.stderr)
     silence = (
         silent_run.warning(report, os.environ, proxy.settings.controlled_hosts(), node_bypassed) if report else None
     )
     if silence:
         print(silence, file=sys.stderr)
-    failures = [*strict_failures(report), *([silent_run.STRICT_FAILURE] if silence else [])] if args.strict else []
+    failures = [
+        *strict_failures(report),
+        *([silent_run.STRICT_FAILURE] if silence else []),
+        *(["direct attempts to leave the namespace (--isolate)"] if escapes else []),
+    ]
+    failures = failures if args.strict else []
     if failures:
         print(f"cassette: --strict: failing the run for {', '.join(failures)}", file=sys.stderr)
         return status or 1
@@ -94,8 +101,11 @@ def _exit_on_signal(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _run_command(command: list[str], env: dict[str, str], proxy: launcher.RunningProxy, isolated: bool) -> int:
-    """COMMAND's exit status (128 + N when killed by signal N, as shells report it).
+def _run_command(
+    command: list[str], env: dict[str, str], proxy: launcher.RunningProxy, isolated: bool
+) -> tuple[int, str | None]:
+    """COMMAND's exit status (128 + N when killed by signal N, as shells report it), and with `isolated` the
+    summary's line for the direct attempts refused in its namespace (None: none).
 
     Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
     the proxy outlives the suite's teardown; SIGTERM and SIGHUP sent to us are
@@ -136,4 +146,4 @@ def _run_command(command: list[str], env: dict[str, str], proxy: launcher.Runnin
     watcher.join()
     if failure:
         raise failure[0]
-    return 128 - status if status < 0 else status
+    return 128 - status if status < 0 else status, relay.summary() if relay is not None else None

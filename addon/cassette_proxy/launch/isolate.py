@@ -4,10 +4,11 @@ Without it, replay is sealed for the clients that go through the proxy: one
 that ignores `HTTPS_PROXY` (Node's `https` module, a native binary, a browser)
 reaches the network, and Node trusts its bundled roots whatever
 `NODE_EXTRA_CA_CERTS` says. With it the kernel seals every process the
-command starts, whatever its language: in the namespace there is only `lo`,
-no route out, and nothing of this machine's listeners. A connection to
-another address fails at once (no route; a name cannot even be resolved), one
-to another loopback port is refused.
+command starts, whatever its language: in the namespace there is `lo`, with
+nothing of this machine's listeners, and a route out that leads nowhere. A
+connection to another address is refused at once and counted (a name cannot
+even be resolved: the resolver's datagrams are refused too), one to another
+loopback port is refused.
 
 The proxy stays outside (a warm proxy too). isolate_entry.py, started in
 the command's place, enters the namespaces, listens on 127.0.0.1 at the
@@ -23,15 +24,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import LauncherError
+from .isolate_refusals import Attempt, refusal
 from .lifeline import die_with_parent
 
 ENTRY = Path(__file__).with_name("isolate_entry.py")
@@ -62,20 +66,23 @@ def start(command: Sequence[str], env: Mapping[str, str], ports: Sequence[int]) 
     with ours:
         ours.settimeout(SETUP_TIMEOUT)
         try:
-            message, descriptors, _, _ = socket.recv_fds(ours, 65536, len(ports))
+            message, descriptors, _, _ = socket.recv_fds(ours, 65536, len(ports) + 1)
         except OSError as e:
             message, descriptors = b"", []
             reason = str(e)
         else:
             reason = "no answer"
-    listeners = [socket.socket(fileno=fd) for fd in descriptors]
     try:
         answer = json.loads(message) if message else {"error": f"the namespace's setup ended early ({reason})"}
     except ValueError:
         answer = {"error": f"the namespace's setup answered {message[:200]!r}"}
+    device = descriptors.pop() if answer.get("device") and len(descriptors) == len(ports) + 1 else None
+    listeners = [socket.socket(fileno=fd) for fd in descriptors]
     if not answer.get("ok") or len(listeners) != len(ports):
         for listener in listeners:
             listener.close()
+        if device is not None:
+            os.close(device)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(5)
         if process.poll() is None:
@@ -85,17 +92,22 @@ def start(command: Sequence[str], env: Mapping[str, str], ports: Sequence[int]) 
         if answer.get("kind") == "command":
             raise LauncherError(error)
         raise LauncherError("--isolate: " + REFUSED_HELP.format(reason=error))
-    return process, Relay(listeners)
+    return process, Relay(listeners, device)
 
 
 class Relay:
     """Connections accepted inside the namespace, each passed to the same port on this machine's 127.0.0.1."""
 
-    def __init__(self, listeners: Sequence[socket.socket]) -> None:
+    def __init__(self, listeners: Sequence[socket.socket], device: int | None = None) -> None:
         self.listeners = list(listeners)
+        self.device = device
+        """The namespace's route out (a TUN device), whose packets are refused and counted; None: not counted."""
+        self.counted = device is not None
         self.loop = asyncio.new_event_loop()
         self.connections = 0
         """Connections relayed (read after `stop()`)."""
+        self.attempts: Counter[Attempt] = Counter()
+        """Direct attempts from inside the namespace, refused (read after `stop()`)."""
         self._started = threading.Event()
         self.thread = threading.Thread(target=self._run, name="cassette isolate relay", daemon=True)
         self.thread.start()
@@ -110,10 +122,16 @@ class Relay:
                 asyncio.start_server(lambda r, w, port=port: self._relay(r, w, port), sock=listener, limit=CHUNK)
             )
             servers.append(server)
+        if self.device is not None:
+            os.set_blocking(self.device, False)
+            self.loop.add_reader(self.device, self._refuse)
         self._started.set()
         try:
             self.loop.run_forever()
         finally:
+            if self.device is not None:
+                self.loop.remove_reader(self.device)
+                os.close(self.device)
             for server in servers:
                 server.close()
             tasks = asyncio.all_tasks(self.loop)
@@ -121,6 +139,34 @@ class Relay:
                 task.cancel()
             self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             self.loop.close()
+
+    def _refuse(self) -> None:
+        """Every packet waiting on the device: counted, and refused so that its sender fails at once."""
+        assert self.device is not None
+        while True:
+            try:
+                packet = os.read(self.device, 65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                self.loop.remove_reader(self.device)
+                return
+            attempt, answer = refusal(packet)
+            if attempt is not None:
+                self.attempts[attempt] += 1
+            if answer is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self.device, answer)
+
+    def summary(self) -> str | None:
+        """The summary's line for the attempts refused; None when there were none."""
+        if not self.counted:
+            return "cassette: --isolate: direct attempts to leave were refused but not counted (no /dev/net/tun here)"
+        if not self.attempts:
+            return None
+        total = sum(self.attempts.values())
+        listed = ", ".join(f"{attempt} ({count})" for attempt, count in sorted(self.attempts.items()))
+        return f"cassette: --isolate: refused {total} direct attempt{'s' if total != 1 else ''} to leave: {listed}"
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int) -> None:
         self.connections += 1
