@@ -18,6 +18,9 @@ import pytest
 import samples
 from cassette_command import CASSETTE, cassette
 from harness import FAKE_OPENAI_KEY
+from inner_pytest import only_plugins
+
+pytest_plugins = ["pytester"]
 
 CLIENTS = """
 import json, os, socket, subprocess, sys
@@ -131,3 +134,33 @@ def test_where_the_kernel_refuses_namespaces_the_run_fails_naming_the_fallback(f
     assert "--isolate: the kernel refused a user and network namespace" in result.stderr
     assert "No space left on device" in result.stderr and "Run without --isolate" in result.stderr
     assert not (folder / "ran").exists()
+
+
+SUITE = """
+import socket
+import openai
+
+def test_the_sdk_hits():
+    client = openai.OpenAI(api_key="{key}", max_retries=0)
+    answer = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "one"}}])
+    assert answer.choices[0].message.content == "first"
+
+def test_a_direct_connection_to_the_host_is_refused():
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=30).close()
+    except ConnectionRefusedError:
+        return
+    raise AssertionError("reached this machine's listener")
+"""
+
+
+def test_the_plugin_runs_its_session_isolated(pytester, monkeypatch, folder, host_listener):
+    port, reached = host_listener
+    only_plugins(monkeypatch)
+    pytester.makeini("[pytest]\ncassette = true\ncassette_isolate = true\n")
+    samples.write(pytester.path / "cassettes", samples.chat("one", "first"))
+    pytester.makepyfile(test_suite=SUITE.format(key=FAKE_OPENAI_KEY, port=port))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert reached == []
+    assert "cassette: replay: 1 hits, 0 misses" in result.stderr.str()

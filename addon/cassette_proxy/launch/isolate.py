@@ -39,6 +39,8 @@ from .isolate_refusals import Attempt, refusal
 from .lifeline import die_with_parent
 
 ENTRY = Path(__file__).with_name("isolate_entry.py")
+ISOLATED_VAR = "CASSETTE_ISOLATED"
+"""Set in the isolated command's environment: a pytest plugin inside knows its suite is already isolated."""
 SETUP_TIMEOUT = 30.0
 CHUNK = 256 * 1024
 REFUSED_HELP = (
@@ -59,7 +61,7 @@ def start(command: Sequence[str], env: Mapping[str, str], ports: Sequence[int]) 
     try:
         process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(ENTRY), str(theirs.fileno()), ",".join(map(str, ports)), "--", *command],
-            env=dict(env), pass_fds=[theirs.fileno()], preexec_fn=die_with_parent(signal.SIGTERM),
+            env={**env, ISOLATED_VAR: "1"}, pass_fds=[theirs.fileno()], preexec_fn=die_with_parent(signal.SIGTERM),
         )  # fmt: skip
     finally:
         theirs.close()

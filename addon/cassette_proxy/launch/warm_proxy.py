@@ -48,7 +48,7 @@ IDLE_DEFAULT = 30 * 60.0
 PER_RUN_VARIABLES = frozenset(
     {"CASSETTE_MODE", "CASSETTE_DIR", "CASSETTE_MITMDUMP", "CASSETTE_MITMDUMP_ARGS", "CASSETTE_CONTROL_TOKEN"}
     | {"CASSETTE_CONTROL_URL", "CASSETTE_RUN_PROXY", "CASSETTE_PROXY_URL", "CASSETTE_NODE_NOTICE"}
-    | {"CASSETTE_NODE_TEST_HOOKS", "CASSETTE_HANDOVER"}
+    | {"CASSETTE_NODE_TEST_HOOKS", "CASSETTE_HANDOVER", "CASSETTE_ISOLATED"}
 )
 """`CASSETTE_*` variables that do not reach the proxy's options: already in the settings (mode, folder, mitmdump and
 its arguments), or set per run by the launcher. Every other one (CASSETTE_REPLAY_TIMING, a user addon's) counts."""
