@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -121,7 +122,7 @@ class Relay:
         for listener in self.listeners:
             port = listener.getsockname()[1]
             server = self.loop.run_until_complete(
-                asyncio.start_server(lambda r, w, port=port: self._relay(r, w, port), sock=listener, limit=CHUNK)
+                asyncio.start_server(functools.partial(self._relay, port=port), sock=listener, limit=CHUNK)
             )
             servers.append(server)
         if self.device is not None:

@@ -201,7 +201,8 @@ def proxy_ca_only_by_default(mode: str, environ: Mapping[str, str]) -> bool:
     the system's ~150 CAs that was 63 ms a client against 1.3 ms (benchmarks/vcr_suite.py), most of what a
     suite replayed through the proxy paid over in-process replay. Every HTTPS request through the proxy is
     signed by its CA; in replay, HTTPS that goes around it is traffic that escaped the replay, and failing
-    verification says so. A CA variable trusting a CA the system does not (`own_cas`: a corporate CA) or a
+    verification says so (not in Node, whose bundled roots `NODE_EXTRA_CA_CERTS` only adds to: `cassette run
+    --isolate` seals those, launch/isolate.py). A CA variable trusting a CA the system does not (`own_cas`: a corporate CA) or a
     NO_PROXY beyond loopback means some HTTPS is meant to go around: those keep the full bundle, as do record
     and update, which reach upstreams.
     """
