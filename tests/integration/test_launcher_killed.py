@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from cassette_command import CASSETTE
 
 COMMAND = """
@@ -44,12 +45,14 @@ def wait_for(condition, seconds: float) -> bool:
     return condition()
 
 
-def test_sigkill_of_cassette_run_ends_its_proxy_and_its_command(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--isolate"]], ids=["plain", "isolated"])
+def test_sigkill_of_cassette_run_ends_its_proxy_and_its_command(tmp_path, flags):
+    # Isolated, the command became itself through isolate_entry.py, in a user namespace of its own.
     pid_file = tmp_path / "command.pid"
     env = {name: value for name, value in os.environ.items() if name != "CASSETTE_MODE"}
     env["XDG_RUNTIME_DIR"] = str(tmp_path)  # no warm proxy of the machine's user is reused
     launcher = subprocess.Popen(
-        [CASSETTE, "run", "--dir", str(tmp_path / "cassettes"), "--", sys.executable, "-c", COMMAND, str(pid_file)],
+        [CASSETTE, "run", *flags, "--dir", str(tmp_path / "cassettes"), "--", sys.executable, "-c", COMMAND, str(pid_file)],
         cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     started: list[int] = []

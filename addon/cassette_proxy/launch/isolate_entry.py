@@ -147,7 +147,8 @@ def main(argv: list[str]) -> int:
     if device is not None:
         os.close(device)
     channel.close()
-    # A change of credentials clears the parent-death signal `cassette run` asked for: ask again.
+    # The kernel clears the parent-death signal on some changes of credentials (commit_creds): asked again here,
+    # after the new namespace, so COMMAND ends with `cassette run` whatever the kernel made of the change.
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent:
         return 128 + signal.SIGTERM
