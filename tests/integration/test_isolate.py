@@ -164,3 +164,16 @@ def test_the_plugin_runs_its_session_isolated(pytester, monkeypatch, folder, hos
     result.assert_outcomes(passed=2)
     assert reached == []
     assert "cassette: replay: 1 hits, 0 misses" in result.stderr.str()
+
+
+def test_a_port_let_through_is_reached_directly(folder, host_listener):
+    """--isolate-port: a service of this machine (a database) the suite needs, and only that."""
+    port, reached = host_listener
+    connect = "import socket, sys; socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=30).close()"
+    result = cassette(
+        "run", "--isolate", "--isolate-port", str(port), "--", sys.executable, "-c", connect, str(port), cwd=folder
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(reached) == 1
+    refused = cassette("run", "--isolate-port", str(port), "--", "true", cwd=folder)
+    assert refused.returncode == 2 and "it needs --isolate" in refused.stderr

@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the only way out: a client that ignores the proxy variables fails at once instead of reaching the network "
         "or this machine's other listeners.",
     )  # fmt: skip
+    parser.add_argument(
+        "--isolate-port", type=int, action="append", default=[], metavar="PORT",
+        help="With --isolate: COMMAND may still reach this machine's 127.0.0.1:PORT (a database, a service "
+        "container), directly, not through the proxy. Repeatable.",
+    )  # fmt: skip
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     parser.set_defaults(func=run)
 
@@ -51,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise launcher.LauncherError("no command to run: cassette run [options] -- COMMAND ...")
+    if args.isolate_port and not args.isolate:
+        raise launcher.LauncherError("--isolate-port lets an isolated COMMAND reach a port: it needs --isolate")
+    if bad := [port for port in args.isolate_port if not 0 < port < 65536]:
+        raise launcher.LauncherError(f"--isolate-port {bad[0]}: not a port; give 1-65535")
     for sig in FORWARDED_SIGNALS:  # until COMMAND runs: exit through the finally blocks that stop mitmdump
         signal.signal(sig, _exit_on_signal)
     settings = proxy_flags.settings_from_arguments(args, os.environ)
@@ -61,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
         env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}
-        status, escapes = _run_command(command, env, proxy, args.isolate)
+        isolated = [*args.isolate_port] if args.isolate else None
+        status, escapes = _run_command(command, env, proxy, isolated)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
         report = proxy.stop()
@@ -102,10 +112,11 @@ def _exit_on_signal(signum: int, frame: object) -> None:
 
 
 def _run_command(
-    command: list[str], env: dict[str, str], proxy: launcher.RunningProxy, isolated: bool
+    command: list[str], env: dict[str, str], proxy: launcher.RunningProxy, isolated: list[int] | None
 ) -> tuple[int, str | None]:
-    """COMMAND's exit status (128 + N when killed by signal N, as shells report it), and with `isolated` the
-    summary's line for the direct attempts refused in its namespace (None: none).
+    """COMMAND's exit status (128 + N when killed by signal N, as shells report it), and when `isolated` (the
+    machine's ports COMMAND may still reach besides the proxy's) the summary's line for the direct attempts
+    refused in its namespace (None: none).
 
     Ctrl-C reaches COMMAND directly (same process group) and is ignored here, so
     the proxy outlives the suite's teardown; SIGTERM and SIGHUP sent to us are
@@ -113,9 +124,9 @@ def _run_command(
     come up, COMMAND is stopped (SIGTERM) and the run fails with the proxy's error.
     """
     relay = None
-    if isolated:
+    if isolated is not None:
         ports = [int(proxy.url.rsplit(":", 1)[1]), *proxy.reverse_ports.values()]
-        child, relay = isolate.start(command, env, ports)
+        child, relay = isolate.start(command, env, list(dict.fromkeys([*ports, *isolated])))
     else:
         try:
             # Killed outright (SIGKILL), `cassette run` cannot stop COMMAND: the kernel sends it SIGTERM (lifeline.py).
