@@ -95,7 +95,12 @@ def start(command: Sequence[str], env: Mapping[str, str], ports: Sequence[int]) 
         if answer.get("kind") == "command":
             raise LauncherError(error)
         raise LauncherError("--isolate: " + REFUSED_HELP.format(reason=error))
-    return process, Relay(listeners, device)
+    try:
+        return process, Relay(listeners, device)
+    except (OSError, RuntimeError) as e:  # COMMAND runs sealed, but could not reach the proxy: stop it
+        process.kill()
+        process.wait()
+        raise LauncherError(f"--isolate: relaying the proxy's ports into the namespace failed: {e}") from None
 
 
 class Relay:
@@ -107,35 +112,31 @@ class Relay:
         """The namespace's route out (a TUN device), whose packets are refused and counted; None: not counted."""
         self.counted = device is not None
         self.loop = asyncio.new_event_loop()
-        self.connections = 0
-        """Connections relayed (read after `stop()`)."""
         self.attempts: Counter[Attempt] = Counter()
         """Direct attempts from inside the namespace, refused (read after `stop()`)."""
-        self._started = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="cassette isolate relay", daemon=True)
-        self.thread.start()
-        self._started.wait()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        servers = []
-        for listener in self.listeners:
-            port = listener.getsockname()[1]
-            server = self.loop.run_until_complete(
-                asyncio.start_server(functools.partial(self._relay, port=port), sock=listener, limit=CHUNK)
+        # Set up here, so that a failure is the caller's to see; served from a thread of its own.
+        self.servers = [
+            self.loop.run_until_complete(
+                asyncio.start_server(
+                    functools.partial(self._relay, port=listener.getsockname()[1]), sock=listener, limit=CHUNK
+                )
             )
-            servers.append(server)
+            for listener in self.listeners
+        ]
         if self.device is not None:
             os.set_blocking(self.device, False)
             self.loop.add_reader(self.device, self._refuse)
-        self._started.set()
+        self.thread = threading.Thread(target=self._run, name="cassette isolate relay", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
         try:
             self.loop.run_forever()
         finally:
             if self.device is not None:
                 self.loop.remove_reader(self.device)
                 os.close(self.device)
-            for server in servers:
+            for server in self.servers:
                 server.close()
             tasks = asyncio.all_tasks(self.loop)
             for task in tasks:
@@ -172,7 +173,6 @@ class Relay:
         return f"cassette: --isolate: refused {total} direct attempt{'s' if total != 1 else ''} to leave: {listed}"
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int) -> None:
-        self.connections += 1
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port, limit=CHUNK)
         except OSError:
