@@ -177,3 +177,30 @@ def test_a_port_let_through_is_reached_directly(folder, host_listener):
     assert len(reached) == 1
     refused = cassette("run", "--isolate-port", str(port), "--", "true", cwd=folder)
     assert refused.returncode == 2 and "it needs --isolate" in refused.stderr
+
+
+ASK = """
+import os, sys
+import openai
+client = openai.OpenAI(api_key=sys.argv[1], max_retries=0)
+print(client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "one"}])
+      .choices[0].message.content, os.environ.get("OPENAI_BASE_URL", "-"))
+"""
+
+
+@pytest.mark.parametrize("setup", ["reverse route", "warm proxy"])
+def test_an_isolated_run_reaches_reverse_routes_and_warm_proxies(folder, setup):
+    """Every port of the proxy is relayed, a reverse route's too; a warm proxy serves an isolated run as any."""
+    flags = ["--reverse", "openai=https://api.openai.com", "--only-reverse"] if setup == "reverse route" else []
+    if setup == "warm proxy":
+        assert cassette("serve", "--detach", cwd=folder).returncode == 0
+    try:
+        result = cassette("run", "--isolate", *flags, "--", sys.executable, "-c", ASK, FAKE_OPENAI_KEY, cwd=folder)
+    finally:
+        if setup == "warm proxy":
+            cassette("serve", "--stop", cwd=folder)
+    assert result.returncode == 0, result.stderr
+    answer, base_url = result.stdout.split()
+    assert answer == "first"
+    assert (base_url != "-") is (setup == "reverse route")
+    assert ("using the warm proxy" in result.stderr) is (setup == "warm proxy")
