@@ -41,9 +41,9 @@ from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES
 from .core.report import Report
-from .launch import launcher, silent_run, warm_proxy
+from .launch import isolate, launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
-from .launch.outer_proxy import OuterProxy, outer_proxy
+from .launch.outer_proxy import OUTER_PROXY_VAR, OuterProxy, outer_proxy, run_flags
 
 PROXY = pytest.StashKey[launcher.RunningProxy | OuterProxy]()
 ENVIRONMENT = pytest.StashKey[pytest.MonkeyPatch]()
@@ -111,6 +111,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=True,
     )
     parser.addini("cassette_telemetry_sinks", "More telemetry sinks, HOST/PATH globs, one a line.", "linelist")
+    group.addoption(
+        "--cassette-isolate", action="store_true", default=None,
+        help="Run this pytest (and every process it starts) inside `cassette run --isolate`: a network namespace "
+        "where the proxy is the only way out (Linux). Defaults to the cassette_isolate setting.",
+    )  # fmt: skip
+    parser.addini(
+        "cassette_isolate", "Run the session inside `cassette run --isolate` (Linux).", type="bool", default=False
+    )
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
@@ -202,7 +210,10 @@ def _announces(config: pytest.Config) -> bool:
     return not (isinstance(config.stash.get(PROXY, None), OuterProxy) and _is_xdist_worker(config))
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cassette_isolate") or config.getini("cassette_isolate"):
+        _isolate(config)
     config.addinivalue_line(
         "markers",
         "cassette(mode=None, ignore=None, repeats=None, scope=None, record_statuses=None): cassette proxy options "
@@ -211,6 +222,35 @@ def pytest_configure(config: pytest.Config) -> None:
     scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
     if scope not in SCOPES:
         raise pytest.UsageError(f"cassette_scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
+
+
+def _isolate(config: pytest.Config) -> None:
+    """Run this very pytest again inside `cassette run --isolate`, before anything is collected or started.
+
+    A process cannot move its threads into a new user namespace once it runs, and the suite's clients live in
+    this one: so it is replaced (`exec`) by `cassette run --isolate` with the session's settings, running the
+    same command line. The plugin inside then uses that proxy (outer_proxy.py); xdist workers start inside too.
+    """
+    if os.environ.get(isolate.ISOLATED_VAR) or _is_xdist_worker(config):
+        return
+    if os.environ.get(OUTER_PROXY_VAR):
+        raise pytest.UsageError(
+            "cassette: --cassette-isolate inside a `cassette run` without --isolate: give `cassette run` --isolate"
+        )
+    try:
+        settings = _settings(config, launcher.find_mitmdump(None, os.environ))
+    except launcher.LauncherError as e:
+        raise pytest.UsageError(f"cassette: {e}") from None
+    beside = Path(sys.executable).with_name("cassette")
+    cassette = (
+        [str(beside)]
+        if beside.exists()
+        else [sys.executable, "-c", "import sys; from cassette_proxy.cli import main; sys.exit(main())"]
+    )
+    command = [*cassette, "run", "--isolate", *run_flags(settings), "--", sys.executable, *sys.orig_argv[1:]]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(command[0], command)
 
 
 def _test_options(item: pytest.Item) -> dict[str, Any]:

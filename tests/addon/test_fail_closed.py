@@ -3,7 +3,9 @@ or a stranger can make the proxy do. No mitmdump process: each test calls the ho
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 
 import pytest
 from cassette_proxy.proxy.seal import Seal
@@ -13,6 +15,7 @@ from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.proxy import server_hooks
 from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons, tflow
+from second_user import NOBODY, accepted_from
 
 
 def chat_flow(host: str = "api.openai.com", body: dict | None = None) -> object:
@@ -116,6 +119,15 @@ def server_data(host: str, port: int = 443, sni: str | None = None) -> server_ho
     server = connection.Server(address=(host, port))
     server.sni = sni
     return server_hooks.ServerConnectionHookData(server=server, client=tflow.tclient_conn())
+
+
+@pytest.fixture
+def listener():
+    """A listening socket on 127.0.0.1, for real loopback connections whose owner the seal asks the kernel for."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server
 
 
 @pytest.fixture
@@ -237,9 +249,35 @@ def test_the_seal_fails_closed_when_its_own_check_breaks(seal, monkeypatch):
 )
 def test_only_local_clients_unless_their_network_is_allowed(seal, peer, allowed, refused):
     client = tflow.tclient_conn()
-    client.peername = (peer, 50000)
-    seal(cassette_allow_clients=allowed).client_connected(client)
+    family = socket.AF_INET6 if peer == "::1" else socket.AF_INET
+    with socket.socket(family) as listener:
+        listener.bind(("::1" if peer == "::1" else "127.0.0.1", 0))
+        listener.listen()
+        with accepted_from(listener, None) as (real_peer, own):
+            # A loopback peer is a real connection of this user's (the seal asks the kernel who owns it); a
+            # mapped one is what a dual-stack listener sees of it.
+            mapped = peer.startswith("::ffff:")
+            client.peername = (peer, real_peer[1] if ipaddress.ip_address(peer).is_loopback or mapped else 50000)
+            client.sockname = (peer, own[1]) if mapped else own
+            seal(cassette_allow_clients=allowed).client_connected(client)
     assert bool(client.error) is refused
+
+
+@pytest.mark.parametrize("uid", [None, NOBODY], ids=["the proxy's user", "another user"])
+def test_a_local_client_of_another_user_is_refused(seal, listener, uid, caplog):
+    client = tflow.tclient_conn()
+    with accepted_from(listener, uid) as (client.peername, client.sockname):
+        seal(cassette_mode="record").client_connected(client)
+    assert bool(client.error) is (uid is not None)
+    if uid is not None:
+        assert f"uid {NOBODY}" in caplog.text and "serves only its own user" in caplog.text
+
+
+def test_a_local_client_whose_socket_is_gone_is_refused(seal, listener):
+    client = tflow.tclient_conn()
+    client.peername, client.sockname = ("127.0.0.1", 1), listener.getsockname()
+    seal().client_connected(client)
+    assert client.error
 
 
 def test_a_bad_client_network_stops_the_proxy_naming_the_option():

@@ -29,7 +29,7 @@ def environment(base: Path, where: str) -> tuple[dict, Path]:
 def plant(folder: Path) -> None:
     """A state file naming a live process (this test), as a squatter would write it."""
     folder.mkdir(exist_ok=True)
-    (folder / "serve.env").write_text(f"{serve_state.STATE_HEADER}{os.getpid()}\n{PLANTED}")
+    (folder / "serve.env").write_text(f"{serve_state.state_header(os.getpid())}\n{PLANTED}")
 
 
 def cassette_env(env: dict) -> subprocess.CompletedProcess:
@@ -108,3 +108,15 @@ def test_serve_refuses_a_bad_folder_before_starting_a_proxy(tmp_path):
     assert "has mode 777" in result.stderr
     assert "serving at" not in result.stdout
     assert list(folder.iterdir()) == []
+
+
+def test_env_refuses_a_leftover_whose_pid_another_process_has_now(tmp_path):
+    """A serve killed outright leaves its state file; its pid, reused, must not make its port look served."""
+    env, folder = environment(tmp_path, "xdg")
+    folder.mkdir(mode=0o700)
+    started = int(serve_state.state_header(os.getpid()).rsplit(" ", 1)[1])
+    (folder / "serve.env").write_text(f"{serve_state.STATE_HEADER}{os.getpid()} started {started + 1}\n{PLANTED}")
+    result = cassette_env(env)
+    assert result.returncode == 2
+    assert "no `cassette serve` is running" in result.stderr
+    assert "PLANTED" not in result.stdout

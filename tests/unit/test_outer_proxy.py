@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from types import SimpleNamespace
 
 import pytest
+from cassette_proxy.cli import proxy_flags
 from cassette_proxy.launch.launcher import Settings, parse_reverse
-from cassette_proxy.launch.outer_proxy import OUTER_PROXY_VAR, describe, outer_proxy
+from cassette_proxy.launch.outer_proxy import OUTER_PROXY_VAR, describe, outer_proxy, run_flags
 
 
 def environ_of(settings: Settings) -> dict[str, str]:
@@ -50,3 +52,21 @@ def test_no_variable_is_no_outer_proxy_and_a_foreign_one_is_an_error():
     assert outer_proxy({}) is None
     with pytest.raises(ValueError, match="must come from the same version of cassette-proxy"):
         outer_proxy({OUTER_PROXY_VAR: json.dumps({"url": "x"}), "CASSETTE_CONTROL_TOKEN": "t"})
+
+
+@pytest.mark.parametrize("frameworks", [None, [], ["pydantic-ai"]])
+def test_run_flags_start_a_proxy_that_serves_the_suite_as_its_own(tmp_path, frameworks):
+    """The plugin's `cassette_isolate` runs its session inside `cassette run --isolate` with these flags."""
+    suite = Settings(
+        "", mode="record", cassette_dir=tmp_path / "c", hosts=["api.example.com", "*.openai.azure.com"],
+        reverse=[parse_reverse("openai=https://api.openai.com"), parse_reverse("ollama=http://localhost:11434@8181")],
+        ignore=["metadata.trace_id"], key_headers=["x-tenant"], ignore_values=["sess_[a-z]+"], frameworks=frameworks,
+        telemetry=False, telemetry_sinks=["otel.example.com/v1/traces"], allow_hosts=["cdn.example.com"],
+    )  # fmt: skip
+    parser = argparse.ArgumentParser()
+    proxy_flags.add_arguments(parser)
+    args = parser.parse_args(run_flags(suite))
+    args.mitmdump = None
+    started = proxy_flags.settings_from_arguments(args, {"CASSETTE_MITMDUMP": "/bin/true"})
+    assert outer_proxy(environ_of(started)).conflicts(suite) == []
+    assert started.allow_hosts == ["cdn.example.com"] and started.reverse == suite.reverse

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..launch import launcher
-from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.serve_state import serving_pid, state_file
 from ..launch.user_folder import private_folder
 
 
@@ -22,8 +22,7 @@ def env(args: argparse.Namespace) -> int:
     state = state_file()
     text = state.read_text() if private_folder(state.parent, create=False) and state.exists() else ""
     header, _, exports = text.partition("\n")
-    pid = header.removeprefix(STATE_HEADER)
-    if not header.startswith(STATE_HEADER) or not pid.isdigit() or not launcher.process_alive(int(pid)):
+    if serving_pid(header) is None:  # none, or a leftover whose pid another process has now
         raise launcher.LauncherError("no `cassette serve` is running for this user; start one with `cassette serve`")
     print(exports, end="")
     return 0

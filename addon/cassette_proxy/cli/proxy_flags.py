@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--proxy-ca-only", action="store_true", default=None,
         help="Give clients a CA bundle holding only the proxy's CA, not the system's and the environment's: a new SDK "
         "client then loads 1 certificate instead of ~150 once per proxy variable (tens of ms a client). HTTPS that "
-        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification. "
+        "does not go through the proxy (NO_PROXY hosts, clients that ignore proxy variables) fails verification, "
+        "except in Node, whose bundled roots NODE_EXTRA_CA_CERTS only adds to (--isolate seals those). "
         "The default in replay mode when the environment sets no CA variable and NO_PROXY names only loopback.",
     )  # fmt: skip
     bundle.add_argument(

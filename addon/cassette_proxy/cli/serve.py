@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from ..core.atomic_write import write_atomic
 from ..core.report import summary
 from ..launch import launcher, warm_proxy
-from ..launch.serve_state import STATE_HEADER, state_file
+from ..launch.serve_state import state_file, state_header
 from ..launch.user_folder import private_folder, private_subfolder
 from . import proxy_flags
 
@@ -106,7 +106,7 @@ def serve_in_foreground(
     registration = None
     try:
         exports = proxy.exports(environ)
-        write_atomic(state, f"{STATE_HEADER}{os.getpid()}\n{exports}".encode(), mode=0o600)
+        write_atomic(state, f"{state_header(os.getpid())}\n{exports}".encode(), mode=0o600)
         registration = warm_proxy.register(proxy, environ, idle)
         if registration is not None:
             on_registered()
@@ -129,7 +129,7 @@ def serve_in_foreground(
         signal.signal(signal.SIGTERM, previous)
         if registration is not None:
             registration.remove()
-        if state.exists() and state.read_text().startswith(f"{STATE_HEADER}{os.getpid()}\n"):
+        if state.exists() and state.read_text().startswith(f"{state_header(os.getpid())}\n"):
             state.unlink()
         report = proxy.stop()
     print(summary(report), file=sys.stderr)

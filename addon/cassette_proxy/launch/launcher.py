@@ -63,6 +63,7 @@ from .client_env import (
 )
 from .control_client import CONTROL_TOKEN_VAR, CONTROL_URL, CONTROL_URL_VAR, ControlClient
 from .errors import LauncherError
+from .lifeline import die_with_parent
 
 ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 """The mitmdump entry, beside the package (in the source tree and where the package is installed)."""
@@ -200,7 +201,8 @@ def proxy_ca_only_by_default(mode: str, environ: Mapping[str, str]) -> bool:
     the system's ~150 CAs that was 63 ms a client against 1.3 ms (benchmarks/vcr_suite.py), most of what a
     suite replayed through the proxy paid over in-process replay. Every HTTPS request through the proxy is
     signed by its CA; in replay, HTTPS that goes around it is traffic that escaped the replay, and failing
-    verification says so. A CA variable trusting a CA the system does not (`own_cas`: a corporate CA) or a
+    verification says so (not in Node, whose bundled roots `NODE_EXTRA_CA_CERTS` only adds to: `cassette run
+    --isolate` seals those, launch/isolate.py). A CA variable trusting a CA the system does not (`own_cas`: a corporate CA) or a
     NO_PROXY beyond loopback means some HTTPS is meant to go around: those keep the full bundle, as do record
     and update, which reach upstreams.
     """
@@ -459,6 +461,7 @@ def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bo
                 command(settings, private, port, reverse_ports), stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=proxy_environ, pass_fds=[s.fileno() for s in listeners],
                 start_new_session=True,  # a Ctrl-C reaches the suite, which may still need the proxy in teardown
+                preexec_fn=die_with_parent(signal.SIGKILL),  # a launcher killed outright leaves no proxy (lifeline.py)
             )  # fmt: skip
         # Only mitmdump holds the sockets now: if it exits, waiting clients are reset rather than left hanging.
         for listener in listeners:

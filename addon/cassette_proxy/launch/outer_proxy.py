@@ -73,6 +73,33 @@ def described(settings: Settings) -> Described:
     )
 
 
+def run_flags(settings: Settings) -> list[str]:
+    """The `cassette run` flags that start a proxy `described` as `settings` is (mode, folder, hosts, routes, key
+    and telemetry settings): for a plugin that runs its suite inside `cassette run --isolate`."""
+    flags = ["--mode", settings.mode, "--dir", str(Path(settings.cassette_dir).resolve())]
+    for host in settings.hosts:
+        flags += ["--hosts", host]
+    for route in settings.reverse:
+        flags += [
+            "--reverse",
+            f"{route.name}={route.origin}{route.base_path}" + (f"@{route.port}" if route.port else ""),
+        ]
+    for name, values in (("--ignore", settings.ignore), ("--key-header", settings.key_headers)):
+        for value in values:
+            flags += [name, value]
+    for value in settings.ignore_values:
+        flags += ["--ignore-value", value]
+    if settings.frameworks is not None:
+        flags += ["--frameworks", *settings.frameworks]
+    if not settings.telemetry:
+        flags.append("--no-telemetry")
+    for sink in settings.telemetry_sinks:
+        flags += ["--telemetry-sink", sink]
+    for host in settings.allow_hosts:
+        flags += ["--allow-host", host]
+    return flags
+
+
 def describe(proxy: RunningProxy) -> str:
     """The value of CASSETTE_RUN_PROXY for the command `cassette run` starts."""
     return json.dumps({"url": proxy.url, "base_urls": proxy.base_urls, "settings": asdict(described(proxy.settings))})

@@ -48,7 +48,7 @@ IDLE_DEFAULT = 30 * 60.0
 PER_RUN_VARIABLES = frozenset(
     {"CASSETTE_MODE", "CASSETTE_DIR", "CASSETTE_MITMDUMP", "CASSETTE_MITMDUMP_ARGS", "CASSETTE_CONTROL_TOKEN"}
     | {"CASSETTE_CONTROL_URL", "CASSETTE_RUN_PROXY", "CASSETTE_PROXY_URL", "CASSETTE_NODE_NOTICE"}
-    | {"CASSETTE_NODE_TEST_HOOKS", "CASSETTE_HANDOVER"}
+    | {"CASSETTE_NODE_TEST_HOOKS", "CASSETTE_HANDOVER", "CASSETTE_ISOLATED"}
 )
 """`CASSETTE_*` variables that do not reach the proxy's options: already in the settings (mode, folder, mitmdump and
 its arguments), or set per run by the launcher. Every other one (CASSETTE_REPLAY_TIMING, a user addon's) counts."""
@@ -139,6 +139,9 @@ class Registration:
     fingerprint: dict
     started_by: str
     idle: float | None
+    pid_started: str | None
+    """When `pid` started (`process_started`): a pid reused by another process is not this registration's."""
+    mitmdump_started: str | None
 
     @property
     def lock_path(self) -> Path:
@@ -166,10 +169,30 @@ class Registration:
             found = cls(path=path, **data)
         except (OSError, ValueError, TypeError):
             return None
-        if not (process_alive(found.pid) and process_alive(found.mitmdump_pid)):
+        if not (is_process(found.pid, found.pid_started) and is_process(found.mitmdump_pid, found.mitmdump_started)):
+            # Gone, or its pid now another process's: never sent a run's control token, never signalled.
             found.remove()
             return None
         return found
+
+
+def process_started(pid: int) -> str | None:
+    """When process `pid` started, in clock ticks since boot (`/proc/PID/stat`, field 22): with its pid, a process's
+    identity; None where /proc does not say (not Linux) or the process is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
+    return fields[19] if len(fields) > 19 else None
+
+
+def is_process(pid: int, started: str | None) -> bool:
+    """Whether `pid` is still the process that started at `started`; where start times cannot be read (not Linux),
+    whether it is alive."""
+    if started is None and not Path("/proc/self/stat").exists():
+        return process_alive(pid)
+    return started is not None and process_started(pid) == started
 
 
 def warm_folder(create: bool) -> Path | None:
@@ -206,6 +229,8 @@ def register(proxy: RunningProxy, environ: Mapping[str, str], idle: float | None
         fingerprint=settings_fingerprint,
         started_by=proxy.settings.started_by,
         idle=idle,
+        pid_started=process_started(os.getpid()),
+        mitmdump_started=process_started(proxy.process.pid),
     )
     registration.write()
     return registration

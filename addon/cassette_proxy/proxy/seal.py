@@ -6,7 +6,8 @@ moment (`server_connect`), any upstream connection to a controlled host in
 replay mode, and any connection to a non-loopback host outside the scope that
 `cassette_allow_hosts` does not allow. It shares no state with the cassette
 addon: it reads the options itself. It also refuses clients that are not on
-this machine (`client_connected`), unless `cassette_allow_clients` lets them in.
+this machine (`client_connected`), unless `cassette_allow_clients` lets them in, and local clients of
+another user (their socket's owner, core/socket_owner.py).
 
 It judges the real target, never the next hop. In every mode but one,
 `server_connect` is given that target (the CONNECT's, the request's, the SOCKS
@@ -25,12 +26,14 @@ Both hooks fail closed: an error inside them refuses the connection.
 from __future__ import annotations
 
 import ipaddress
+import os
 import weakref
 from collections.abc import Sequence
 
 from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import mode_specs, server_hooks
 
+from ..core import socket_owner
 from ..core.hosts import HostScope, is_loopback
 from ..core.printable import logger
 
@@ -69,6 +72,22 @@ def mode_type(spec: str) -> str | None:
         return mode_specs.ProxyMode.parse(spec).type_name
     except ValueError:
         return None
+
+
+def foreign_owner(client: connection.Client) -> str | None:
+    """Why a loopback client is refused: its socket is not this proxy's user's (core/socket_owner.py); None when it
+    is, or where the system cannot say (not Linux). Every user of the machine can reach 127.0.0.1: a proxy, warm
+    or not, serves only the user who started it, and its control channel with it."""
+    if not socket_owner.SUPPORTED:
+        return None
+    owner = socket_owner.socket_owner(client.peername, client.sockname)
+    if owner == os.getuid():
+        return None
+    who = f"uid {owner}" if owner is not None else "a socket already gone"
+    return (
+        f"cassette: refused a local client of {who}: this proxy serves only its own user (uid {os.getuid()}); "
+        "each user starts a proxy of their own"
+    )
 
 
 class Seal:
@@ -117,7 +136,13 @@ class Seal:
     def client_connected(self, client: connection.Client) -> None:
         try:
             address = client_address(client.peername)
-            if address is not None and (address.is_loopback or any(address in n for n in self.networks)):
+            if address is not None and address.is_loopback:
+                if (refusal := foreign_owner(client)) is None:
+                    return
+                client.error = "cassette: client refused: another user's"
+                log.warning(refusal)
+                return
+            if address is not None and any(address in n for n in self.networks):
                 return
             client.error = "cassette: client refused"
             log.warning(
