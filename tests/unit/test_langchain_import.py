@@ -121,6 +121,54 @@ def test_a_redacted_key_header_is_not_guessed_and_can_be_given():
     assert cassette["key"] == live_key(url, json.dumps(message).encode(), **{"anthropic-version": "2023-06-01"})
 
 
+BETA_RULES = [
+    "anthropic-version=2023-06-01",
+    r'anthropic-beta=/"type": ?"code_execution_(\d{4})(\d\d)(\d\d)"/code-execution-\1-\2-\3/',
+    'anthropic-beta=/"(context_management)"/context-management-2025-06-27/',
+    "anthropic-beta@TestOther.*=files-api-2025-04-14",  # another file's: not this one's
+]
+
+
+def test_several_anthropic_beta_values_come_back_from_the_body_and_per_file():
+    """langchain-anthropic redacts every header and sends an anthropic-beta per feature a test uses: rules that read
+    the recorded body (or name the files) give each request its own value, the key the SDK's request has."""
+    message = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    code = {**message, "tools": [{"type": "code_execution_20250522", "name": "code_execution"}]}
+    context = {**message, "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}
+    both = {**code, "context_management": context["context_management"]}
+    bodies = {"code-execution-2025-05-22": code, "context-management-2025-06-27": context,
+              "code-execution-2025-05-22,context-management-2025-06-27": both, "files-api-2025-04-14": message}  # fmt: skip
+    headers = {"anthropic-version": "2023-06-01", "anthropic-beta": "secret-looking"}
+    recorded = [interaction(body, b'{"type": "message"}', **headers) for body in bodies.values()]
+    outcomes = imported(*recorded, folders=(), redacted_headers=BETA_RULES)
+    assert [o.action for o in outcomes] == ["imported", "imported", "imported", "skipped"]
+    assert "no --redacted-header rule gives its value for this request" in outcomes[3].detail
+    outcomes = imported(
+        *recorded, folders=(), redacted_headers=[*BETA_RULES, "anthropic-beta@test_x.*=files-api-2025-04-14"]
+    )
+    url = "https://api.anthropic.com/v1/messages"
+    for outcome, (beta, body) in zip(outcomes, bodies.items(), strict=True):
+        if beta != "files-api-2025-04-14":
+            beta += ",files-api-2025-04-14"  # every rule that applies adds its value, in the order given
+        cassette = json.loads(outcome.data)
+        assert cassette["request"]["headers"] == {"anthropic-beta": beta, "anthropic-version": "2023-06-01"}
+        live = live_key(url, json.dumps(body).encode(), **{"anthropic-version": "2023-06-01", "anthropic-beta": beta})
+        assert cassette["key"] == live
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("anthropic-beta@=x", "is not NAME=VALUE, NAME@FILE_GLOB=VALUE"),
+        ("anthropic-beta=/(/x/", "invalid regular expression"),
+        ("anthropic-beta=/(a)/\\2/", "does not fit"),
+    ],
+)
+def test_a_bad_redacted_header_rule_is_refused_before_anything_is_read(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        importer.import_settings(redacted_headers=[spec])
+
+
 def test_the_model_names_the_provider_when_the_folder_does_not():
     mistral = {"model": "mistral-small-latest", "messages": [{"role": "user", "content": "hi"}]}
     [outcome] = imported(interaction(mistral, b"{}"), folders=("tests", "project"))
