@@ -177,7 +177,7 @@ def test_the_model_names_the_provider_when_the_folder_does_not():
 
 def test_what_cannot_be_rebuilt_is_skipped_with_the_reason_and_redacted_url_says_it():
     unknown = {"model": "llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]}
-    image = interaction(None, b"\x89PNG\r\n\x1a\n", method="GET")
+    image = interaction(None, b"GIF89a", method="GET")  # not one of langchain_tests' files
     outcomes = imported(interaction(unknown, b"{}"), image, folders=("tests",))
     assert [o.action for o in outcomes] == ["skipped", "skipped"]
     assert (
@@ -190,6 +190,30 @@ def test_what_cannot_be_rebuilt_is_skipped_with_the_reason_and_redacted_url_says
     given = imported(interaction(unknown, b"{}"), interaction(CHAT, b"{}"), folders=("tests",), redacted_url=url)
     assert [json.loads(o.data)["request"]["url"] for o in given] == [url, "https://api.openai.com/v1/chat/completions"]
     assert "URL from --redacted-url (neither its headers" in given[0].detail  # only where the request does not tell
+
+
+def test_langchain_tests_downloads_get_their_urls_back_without_flags():
+    """The standard tests download the same PNG, PDF and WAV in every package; their redacted GETs are recognised by
+    their bytes and stored under each URL their langchain_tests versions used."""
+    png, pdf, wav = b"\x89PNG\r\n\x1a\n...", b"%PDF-1.4 ...", b"RIFF\x00\x00\x00\x00WAVEfmt "
+    gets = [interaction(None, body, method="GET") for body in (png, pdf, wav)]
+    outcomes = imported(*gets, folders=("tests",), hosts=["*"])
+    assert [o.action for o in outcomes] == ["imported"] * 4
+    stored = [json.loads(o.data) for o in outcomes]
+    assert [c["request"]["url"] for c in stored] == [
+        "https://raw.githubusercontent.com/langchain-ai/docs/4d11d08b6b0e210bd456943f7a22febbd168b543/src/images/"
+        "agentic-rag-output.png",
+        "https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf",
+        "https://upload.wikimedia.org/wikipedia/commons/6/6a/Northern_Flicker_202280456.wav",
+        "https://upload.wikimedia.org/wikipedia/commons/3/3d/Alcal%C3%A1_de_Henares_%28RPS_13-04-2024%29_canto_de_"
+        "ruise%C3%B1or_%28Luscinia_megarhynchos%29_en_el_Soto_del_Henares.wav",
+    ]
+    assert [c["response"]["headers"]["content-type"] for c in stored] == [
+        "image/png", "application/pdf", "audio/wav", "audio/wav"
+    ]  # fmt: skip
+    assert "**REDACTED**" not in json.dumps(stored)
+    out_of_scope = imported(gets[0], folders=("tests",))  # a CDN is outside the default hosts, as any other
+    assert out_of_scope[0].action == "skipped" and "host raw.githubusercontent.com" in out_of_scope[0].detail
 
 
 def test_a_multipart_upload_gets_its_content_type_back_from_its_boundary():

@@ -127,6 +127,64 @@ def endpoint_of(style: str, body: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class Media:
+    """A file langchain_tests' standard tests download (`httpx.get(url).content`) before they send it to a model."""
+
+    content_type: str
+    urls: tuple[str, ...]
+    """Every version's URL for this kind of file: the bytes say the kind, not the version."""
+    magic: Callable[[bytes], bool]
+
+
+LANGCHAIN_TESTS_MEDIA = (
+    Media(
+        "image/png",
+        ("https://raw.githubusercontent.com/langchain-ai/docs/4d11d08b6b0e210bd456943f7a22febbd168b543/src/images/"
+         "agentic-rag-output.png",),  # test_image_inputs, langchain_tests 1.1
+        lambda body: body.startswith(b"\x89PNG\r\n\x1a\n"),
+    ),
+    Media(
+        "image/jpeg",
+        ("https://upload.wikimedia.org/wikipedia/commons/thumb/d/dd/Gfp-wisconsin-madison-the-nature-boardwalk.jpg/"
+         "2560px-Gfp-wisconsin-madison-the-nature-boardwalk.jpg",),  # test_image_inputs, 0.3 and 1.0
+        lambda body: body.startswith(b"\xff\xd8\xff"),
+    ),
+    Media(
+        "application/pdf",
+        ("https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf",),  # test_pdf_inputs, every version
+        lambda body: body.startswith(b"%PDF-"),
+    ),
+    Media(
+        "audio/wav",
+        ("https://upload.wikimedia.org/wikipedia/commons/6/6a/Northern_Flicker_202280456.wav",  # 1.1
+         "https://upload.wikimedia.org/wikipedia/commons/3/3d/Alcal%C3%A1_de_Henares_%28RPS_13-04-2024%29_canto_de_"
+         "ruise%C3%B1or_%28Luscinia_megarhynchos%29_en_el_Soto_del_Henares.wav"),  # test_audio_inputs, 0.3 and 1.0
+        lambda body: body[:4] == b"RIFF" and body[8:12] == b"WAVE",
+    ),
+)  # fmt: skip
+"""The constants of `langchain_tests/integration_tests/chat_models.py` (0.3.20, 1.0.0, 1.1.9): the same PNG, JPEG,
+PDF and WAV in every LangChain package's recordings, each a GET whose URI the conftest redacted."""
+
+
+def well_known_media(recorded: Recorded) -> list[Recorded] | None:
+    """A redacted GET that downloaded one of langchain_tests' files, once for each URL that file had (a suite replays
+    the one its version asks for); None for any other request."""
+    if recorded.method.upper() != "GET" or not is_redacted(recorded.url):
+        return None
+    media = next((m for m in LANGCHAIN_TESTS_MEDIA if m.magic(recorded.response_body)), None)
+    if media is None:
+        return None
+    headers = tuple((name, value) for name, value in recorded.response_headers if not is_redacted(value))
+    if not any(name.lower() == "content-type" for name, _ in headers):
+        headers = (*headers, ("content-type", media.content_type))
+    request_headers = tuple((name, value) for name, value in recorded.request_headers if not is_redacted(value))
+    return [
+        dataclasses.replace(recorded, url=url, request_headers=request_headers, response_headers=headers)
+        for url in media.urls
+    ]
+
+
+@dataclass(frozen=True)
 class HeaderRule:
     """One `--redacted-header` rule: `NAME[@FILE_GLOB]=VALUE`, or `NAME[@FILE_GLOB]=/REGEX/TEMPLATE/`."""
 
