@@ -243,6 +243,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette(mode=None, ignore=None, repeats=None, scope=None, record_statuses=None): cassette proxy options "
         "for this test's requests only (a replay run stays in replay whatever the mode)",
     )
+    _check_cassette_dir_words(config)
     scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
     if scope not in SCOPES:
         raise pytest.UsageError(f"cassette_scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
@@ -258,6 +259,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[GIVES_VCR] = not recording or bool(config.getoption("disable_recording", False))
     if config.stash[GIVES_VCR]:
         config.pluginmanager.register(VcrFixture(), "cassette_vcr")
+
+
+def _check_cassette_dir_words(config: pytest.Config) -> None:
+    """`--cassette-dir DIR` as two words: pytest chooses its rootdir before plugins' options are known, so it takes an
+    existing DIR for a test path, and a DIR outside the suite moves the rootdir (and its ini file): test ids and
+    test-scope folders then differ between a record and a replay. Refused, naming the one-word form."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    if "--cassette-dir" not in args[:-1]:
+        return
+    folder = args[args.index("--cassette-dir") + 1]
+    if not (config.invocation_params.dir / folder).exists():
+        return  # pytest leaves a path that does not exist out of its choice
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        expected = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=[str(a) for a in config.option.file_or_dir or []],
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )[0]
+    except (ImportError, TypeError):  # another pytest: not knowing the rootdir it would choose, refuse
+        expected = None
+    if expected is not None and Path(expected) == config.rootpath:
+        return
+    raise pytest.UsageError(
+        f"--cassette-dir {folder}: as two words, pytest reads {folder} as a test path when it chooses its rootdir "
+        f"(it chose {config.rootpath}{f' instead of {expected}' if expected else ''}), which changes the test ids "
+        f"and the test-scope folders; write it as one word: --cassette-dir={folder}"
+    )
 
 
 def _test_options(item: pytest.Item) -> dict[str, Any]:
