@@ -304,7 +304,7 @@ def attach(settings: Settings, environ: Mapping[str, str], say: Callable[[str], 
                 lines = "\n  ".join(differences(wanted, other.fingerprint))
                 say(
                     f"cassette: not using {other.describe()} for {wanted['dir']}: its settings differ from this run's:\n"
-                    f"  {lines}\nStarting a proxy of its own; `cassette serve --stop` stops the warm one."
+                    f"  {lines}\nStarting a proxy of its own; `cassette serve --stop` stops every warm proxy of yours."
                 )
         return None
     lease = Lease(found)
