@@ -191,6 +191,11 @@ async def test_web_search_async():
     pass
 
 
+@pytest.mark.vcr("test_web_search.yaml.gz")
+def test_also_reads_the_search():
+    pass
+
+
 @pytest.mark.vcr
 def test_code_interpreter():
     pass
@@ -216,13 +221,14 @@ def test_the_test_scope_gives_a_file_several_tests_name_to_each_of_them(tmp_path
     module = "tests/integration/test_api.py"
     node_ids.write_text(
         f"{module}::test_web_search[v0]\n{module}::test_web_search[responses/v1]\n{module}::test_web_search_async\n"
-        f"{module}::test_code_interpreter\n{module}::test_code_interpreter_again\n"
+        f"{module}::test_code_interpreter\n{module}::test_code_interpreter_again\n{module}::test_also_reads_the_search\n"
     )
     code, out = run(capsys, "tests/cassettes", "--dir", "cassettes", "--scope", "test", "--node-ids", str(node_ids))
     assert code == 0, out
     folders = sorted({p.relative_to(tmp_path / "cassettes").as_posix().split("/api.openai.com")[0]
                       for p in cassette_files(tmp_path / "cassettes")})  # fmt: skip
     assert folders == [
+        "tests/tests/integration/test_api.py/test_also_reads_the_search",  # `vcr("…")` adds a file to its own
         "tests/tests/integration/test_api.py/test_code_interpreter",
         "tests/tests/integration/test_api.py/test_code_interpreter_again",
         "tests/tests/integration/test_api.py/test_web_search_async",

@@ -6,9 +6,9 @@ langchain_tests' config (`cassette_library_dir: tests/cassettes`) keeps every te
 `tests/cassettes/<Class>.<test>.yaml.gz`, so the module is whichever test module defines that class or
 function, found by reading the test modules beside the folder. A test may name its file itself
 (`@pytest.mark.default_cassette("test_web_search.yaml.gz")`, which langchain-openai's parametrized tests
-share): every test that names it owns it, and so does the test its name spells unless that test names
-another file (a parametrized `test_web_search` and a sibling `test_web_search_async` naming its file
-both replayed it under VCR, so each gets it). Where several modules define a name (langchain's standard
+share) or adds to its own (`@pytest.mark.vcr("shared.yaml")`): every test that names it owns it, and so
+does the test its name spells unless that test renames its own (a parametrized `test_web_search` and a
+sibling `test_web_search_async` naming its file both replayed it under VCR, so each gets it). Where several modules define a name (langchain's standard
 suites reuse class names for unit and integration tests), those that mention `vcr` are the ones that
 record; when none or several do, the file goes to each of them, as under VCR each would have replayed it.
 
@@ -30,7 +30,8 @@ from .recording_formats import RECORDING_SUFFIXES
 
 _DEFINITION = re.compile(rb"^(?:class|(?:async[ \t]+)?def)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 """A top-level class or function: pytest-recording names a file after the class (`TestX.test_y`) or a function."""
-_NAMED = re.compile(rb"""default_cassette\(\s*["']([^"']+)["']""")
+_NAMED = re.compile(rb"""(default_cassette|mark\.vcr)\(\s*["']([^"']+)["']""")
+"""`default_cassette("name")` renames a test's file; `vcr("name", ...)` adds files to its own."""
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _TEST_MODULE = re.compile(r"^(?:test_.*|.*_test)\.py$")
@@ -185,16 +186,19 @@ class TestModules:
 
 
 def _named_cassettes(source: bytes) -> tuple[dict[str, list[tuple[str, str]]], frozenset[tuple[str, str]]]:
-    """`@pytest.mark.default_cassette("name")` → every test it decorates (the next `def`, in the class before it
-    when indented); and those tests."""
+    """`@pytest.mark.default_cassette("name")` and `@pytest.mark.vcr("name")` → every test they decorate (the next
+    `def`, in the class before it when indented); and the tests whose own file `default_cassette` renames."""
     named: dict[str, list[tuple[str, str]]] = {}
+    renamed = set()
     for mark in _NAMED.finditer(source):
         test = _DEF.search(source, mark.end())
         if test is None:
             continue
         classes = [c.group(1) for c in _CLASS.finditer(source, 0, test.start())] if test.group(1) else []
         owner = (classes[-1].decode() if classes else "", test.group(2).decode())
-        tests = named.setdefault(_stem(mark.group(1).decode()), [])
+        tests = named.setdefault(_stem(mark.group(2).decode().rpartition("/")[2]), [])
         if owner not in tests:
             tests.append(owner)
-    return named, frozenset(owner for tests in named.values() for owner in tests)
+        if mark.group(1) == b"default_cassette":
+            renamed.add(owner)
+    return named, frozenset(renamed)
