@@ -188,7 +188,7 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
             # and a client that connects before the proxy is ready waits in the queue (launcher.py).
             # Inside `cassette run` its proxy serves: the suite's environment need not hold a mitmdump (the README
             # installs the package there without the `proxy` extra).
-            proxy = _outer(config)
+            proxy: launcher.RunningProxy | OuterProxy | None = _outer(config)
             if proxy is None:
                 settings = _settings(config, launcher.find_mitmdump(None, os.environ))
                 proxy = warm_proxy.attach(
