@@ -256,7 +256,16 @@ def pytest_configure(config: pytest.Config) -> None:
             "markers", "vcr: the test's recordings (pytest-recording); served by the cassette proxy"
         )
         config.addinivalue_line("markers", "default_cassette: the test's cassette name (pytest-recording)")
-    config.stash[GIVES_VCR] = not recording or bool(config.getoption("disable_recording", False))
+        # Its hook, which conftests implement (pydantic-ai registers a serializer in it): without the spec pytest
+        # stops the session on an unknown hook. Never called: behind the proxy there is no VCR object to configure.
+        hook = getattr(config.pluginmanager.hook, "pytest_recording_configure", None)
+        if hook is None or hook.spec is None:
+            config.pluginmanager.add_hookspecs(RecordingHookspec)
+    # Only for a suite that opted in: pytest-recording's `vcr` is autouse, and a suite that does not use the proxy
+    # must not get one started by it.
+    config.stash[GIVES_VCR] = config.getini("cassette") and (
+        not recording or bool(config.getoption("disable_recording", False))
+    )
     if config.stash[GIVES_VCR]:
         config.pluginmanager.register(VcrFixture(), "cassette_vcr")
 
@@ -539,6 +548,14 @@ def cassette_base_urls(cassette_proxy: launcher.RunningProxy | OuterProxy) -> di
 def cassette_env(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """A complete environment for subprocesses (any runtime) that sends their API calls through the proxy."""
     return cassette_proxy.client_env(os.environ)
+
+
+class RecordingHookspec:
+    """pytest-recording's hook, declared when pytest-recording is not installed."""
+
+    @pytest.hookspec
+    def pytest_recording_configure(self, config: pytest.Config, vcr: Any) -> None:
+        """pytest-recording configures its VCR here; behind the proxy it is never called."""
 
 
 class VcrFixture:

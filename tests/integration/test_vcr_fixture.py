@@ -79,6 +79,7 @@ def test_a_pytest_recording_suite_reads_vcr_through_the_proxy(pytester, https_up
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider")
     pytester.makeini("[pytest]\ncassette = true\ncassette_scope = test\naddopts = --strict-markers\n")
     pytester.makepyfile(test_app=SUITE)
+    pytester.makeconftest("def pytest_recording_configure(config, vcr):\n    raise AssertionError('never called')\n")
 
     only_plugins(monkeypatch)  # pytest-recording not installed: `vcr` is the plugin's, its markers known
     recorded = pytester.runpytest_subprocess("--cassette-mode=record")
@@ -121,3 +122,12 @@ def test_a_pytest_recording_suite_reads_vcr_through_the_proxy(pytester, https_up
     assert "cassette: miss POST https://api.openai.com/v1/chat/completions" in outer.stdout
     assert outer.returncode == 1
     assert https_upstream.count == TESTS
+
+
+def test_a_suite_that_does_not_use_the_proxy_keeps_pytest_recordings_vcr(pytester, monkeypatch):
+    """pytest-recording's `vcr` is autouse: the plugin gives its own only to a suite that opted in, and starts no
+    proxy for one that did not."""
+    monkeypatch.delenv("CASSETTE_MITMDUMP")  # a proxy start would fail loudly
+    only_plugins(monkeypatch, RECORDING)
+    pytester.makepyfile(test_app="def test_off(vcr):\n    assert vcr is None  # pytest-recording's, turned off\n")
+    pytester.runpytest_subprocess("--disable-recording", "-p", "no:cacheprovider").assert_outcomes(passed=1)
