@@ -18,6 +18,15 @@ fixture wider than a function is set up, requests belong to no test. So
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
 
+Suites written for pytest-recording keep their `vcr` fixture: when pytest-recording
+is not installed, or is turned off with `--disable-recording`, the plugin gives
+`vcr` itself, the test's requests and answers through the proxy in VCR.py's
+`Cassette` shape (core/vcr_cassette.py, proxy/played.py).
+
+`--cassette-strict` (or `cassette_strict = true`) fails the session on what a
+suite may swallow, as `cassette run --strict` does: a miss, a refused offline
+request, an error of the proxy, or a run that recorded or replayed nothing.
+
 A warm proxy (`cassette serve`, `cassette run --keep`) with exactly the
 session's settings is reused instead of starting one (launch/warm_proxy.py).
 
@@ -39,8 +48,9 @@ import pytest
 
 from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
 from .core.frameworks import DEFAULT_FRAMEWORKS
-from .core.per_test import DEFAULT_SCOPE, SCOPES
-from .core.report import Report
+from .core.per_test import DEFAULT_SCOPE, SCOPES, test_dir
+from .core.report import Report, ReportError
+from .core.vcr_cassette import RecordedCassette
 from .launch import isolate, launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
 from .launch.outer_proxy import OUTER_PROXY_VAR, OuterProxy, outer_proxy, run_flags
@@ -54,6 +64,16 @@ FAILED_START = pytest.StashKey[str]()
 """Why the session's proxy did not come up, for the summary (a session that ran no test never asked)."""
 ANNOUNCED = pytest.StashKey[str]()
 """The test the proxy takes as current: from its start until the next test's start, or the end of the last."""
+
+OUTER_REPORT = pytest.StashKey[Report | None]()
+"""The enclosing `cassette run`'s report at the session's end, for --cassette-strict."""
+STRICT_FAILURES = pytest.StashKey[list[str]]()
+"""The lines --cassette-strict fails the session with."""
+PLAYED = pytest.StashKey[bool]()
+"""The running test reads the `vcr` fixture: the proxy keeps what its requests were answered with."""
+GIVES_VCR = pytest.StashKey[bool]()
+"""This plugin gives the `vcr` fixture (pytest-recording is absent, or turned off with --disable-recording)."""
+RECORDING_PLUGIN = "pytest_recording.plugin"
 
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
@@ -119,6 +139,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "cassette_isolate", "Run the session inside `cassette run --isolate` (Linux).", type="bool", default=False
     )
+    group.addoption(
+        "--cassette-strict",
+        action="store_true",
+        default=None,
+        help="Fail the session on a miss, a refused offline request or a proxy error the suite swallowed, and on a "
+        "run that recorded or replayed nothing (as `cassette run --strict`). Defaults to the cassette_strict setting.",
+    )
+    parser.addini(
+        "cassette_strict",
+        "Fail the session on swallowed misses, refused offline requests, proxy errors and silent runs.",
+        type="bool",
+        default=False,
+    )
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
     parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
     parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
@@ -161,12 +194,14 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
         try:
             # Not waiting for it: collection (importing the suite and its SDKs) goes on while mitmdump starts,
             # and a client that connects before the proxy is ready waits in the queue (launcher.py).
-            settings = _settings(config, launcher.find_mitmdump(None, os.environ))
-            proxy = (
-                _outer(config)
-                or warm_proxy.attach(settings, os.environ, lambda message: print(message, file=sys.stderr))
-                or launcher.start(settings, wait=False)
-            )
+            # Inside `cassette run` its proxy serves: the suite's environment need not hold a mitmdump (the README
+            # installs the package there without the `proxy` extra).
+            proxy: launcher.RunningProxy | OuterProxy | None = _outer(config)
+            if proxy is None:
+                settings = _settings(config, launcher.find_mitmdump(None, os.environ))
+                proxy = warm_proxy.attach(
+                    settings, os.environ, lambda message: print(message, file=sys.stderr)
+                ) or launcher.start(settings, wait=False)
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None
         environment = pytest.MonkeyPatch()
@@ -219,9 +254,62 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette(mode=None, ignore=None, repeats=None, scope=None, record_statuses=None): cassette proxy options "
         "for this test's requests only (a replay run stays in replay whatever the mode)",
     )
+    _check_cassette_dir_words(config)
     scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
     if scope not in SCOPES:
         raise pytest.UsageError(f"cassette_scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
+    recording = any(
+        getattr(plugin, "__name__", None) == RECORDING_PLUGIN for plugin in config.pluginmanager.get_plugins()
+    )
+    if not recording:
+        # A pytest-recording suite's markers, so that `--strict-markers` takes them without pytest-recording.
+        config.addinivalue_line(
+            "markers", "vcr: the test's recordings (pytest-recording); served by the cassette proxy"
+        )
+        config.addinivalue_line("markers", "default_cassette: the test's cassette name (pytest-recording)")
+        # Its hook, which conftests implement (pydantic-ai registers a serializer in it): without the spec pytest
+        # stops the session on an unknown hook. Never called: behind the proxy there is no VCR object to configure.
+        hook = getattr(config.pluginmanager.hook, "pytest_recording_configure", None)
+        if hook is None or hook.spec is None:
+            config.pluginmanager.add_hookspecs(RecordingHookspec)
+    # Only for a suite that opted in: pytest-recording's `vcr` is autouse, and a suite that does not use the proxy
+    # must not get one started by it.
+    config.stash[GIVES_VCR] = config.getini("cassette") and (
+        not recording or bool(config.getoption("disable_recording", False))
+    )
+    if config.stash[GIVES_VCR]:
+        config.pluginmanager.register(VcrFixture(), "cassette_vcr")
+
+
+def _check_cassette_dir_words(config: pytest.Config) -> None:
+    """`--cassette-dir DIR` as two words: pytest chooses its rootdir before plugins' options are known, so it takes an
+    existing DIR for a test path, and a DIR outside the suite moves the rootdir (and its ini file): test ids and
+    test-scope folders then differ between a record and a replay. Refused, naming the one-word form."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    if "--cassette-dir" not in args[:-1]:
+        return
+    folder = args[args.index("--cassette-dir") + 1]
+    if not (config.invocation_params.dir / folder).exists():
+        return  # pytest leaves a path that does not exist out of its choice
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        expected = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=[str(a) for a in config.option.file_or_dir or []],
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )[0]
+    except (ImportError, TypeError):  # another pytest: not knowing the rootdir it would choose, refuse
+        expected = None
+    if expected is not None and Path(expected) == config.rootpath:
+        return
+    raise pytest.UsageError(
+        f"--cassette-dir {folder}: as two words, pytest reads {folder} as a test path when it chooses its rootdir "
+        f"(it chose {config.rootpath}{f' instead of {expected}' if expected else ''}), which changes the test ids "
+        f"and the test-scope folders; write it as one word: --cassette-dir={folder}"
+    )
 
 
 def _isolate(config: pytest.Config) -> None:
@@ -285,7 +373,8 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
                 proxy.control().end(config.stash[ANNOUNCED])
                 del config.stash[ANNOUNCED]
         else:
-            proxy.control().start(test, config.stash[CURRENT][1], resume=resume)
+            played = config.stash.get(PLAYED, False)
+            proxy.control().start(test, config.stash[CURRENT][1], resume=resume, played=played)
             config.stash[ANNOUNCED] = test
     except (ControlError, OSError) as e:
         raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
@@ -303,6 +392,7 @@ def _ready(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: its requests (function fixtures included) are its own."""
     item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
+    item.config.stash[PLAYED] = item.config.stash.get(GIVES_VCR, False) and "vcr" in getattr(item, "fixturenames", ())
     if not _announces(item.config) and any(item.iter_markers("cassette")):
         raise pytest.UsageError(
             f"{item.nodeid}: @pytest.mark.cassette needs the proxy to know the current test, and xdist workers inside "
@@ -366,10 +456,15 @@ def _say_outer(config: pytest.Config, outer: OuterProxy) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the proxy before xdist sends this worker's output, so its report goes with it."""
+    """Stop the proxy before xdist sends this worker's output, so its report goes with it; then `--cassette-strict`."""
     config = session.config
-    if PROXY not in config.stash:
-        return
+    if PROXY in config.stash:
+        _stop(config)
+    if _strict(config) and not _is_xdist_worker(config):
+        _fail_strict(session)
+
+
+def _stop(config: pytest.Config) -> None:
     if ANNOUNCED in config.stash:  # the session stopped early (-x, an interrupt): no test runs any more
         with contextlib.suppress(pytest.UsageError):
             _announce(config, None)
@@ -379,6 +474,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         proxy.wait_ready()
     except launcher.LauncherError as e:
         config.stash[FAILED_START] = str(e)
+    if isinstance(proxy, OuterProxy) and _strict(config) and not _is_xdist_worker(config):
+        config.stash[OUTER_REPORT] = _outer_report(proxy)
     report = proxy.stop()
     del config.stash[PROXY]
     if report is None:
@@ -386,6 +483,51 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config.stash.setdefault(REPORTS, []).append(report)
     if hasattr(config, "workeroutput"):
         config.workeroutput["cassette_report"] = report.to_json()  # xdist sends plain data
+
+
+def _strict(config: pytest.Config) -> bool:
+    """--cassette-strict, else the cassette_strict setting."""
+    option = config.getoption("cassette_strict", None)
+    return bool(option if option is not None else config.getini("cassette_strict"))
+
+
+def _outer_report(outer: OuterProxy) -> Report | None:
+    """The enclosing `cassette run`'s report so far (its run-end call changes nothing: it waits and answers)."""
+    try:
+        return Report.from_json(outer.control().call("/v1/run/end", {})["report"])
+    except (ControlError, OSError, ReportError, KeyError) as e:
+        raise pytest.UsageError(
+            f"cassette: --cassette-strict could not read the run report of `cassette run`: {e}"
+        ) from None
+
+
+def _fail_strict(session: pytest.Session) -> None:
+    """What `cassette run --strict` fails on, from the plugin alone: the session fails, each cause named."""
+    config = session.config
+    report = config.stash.get(OUTER_REPORT, None)
+    if report is None and _is_xdist_controller(config) and (outer := _outer(config)) is not None:
+        report = _outer_report(outer)
+        outer.stop()
+    # The enclosing `cassette run` prints its summary after pytest's output: the causes are named here too.
+    details = report.summary().splitlines()[1:] if report is not None else []
+    if report is None and config.stash.get(REPORTS, []):
+        report = Report.merged(config.stash[REPORTS])  # the summary line above names each cause
+    if report is None:
+        failures = ["no cassette proxy ran in this session (set `cassette = true`)"]
+    else:
+        hosts = _settings(config, mitmdump="").controlled_hosts()
+        silence = silent_run.warning(report, os.environ, hosts, hosts_flag="the cassette_hosts setting")
+        failures = [*report.strict_failures(), *([silent_run.STRICT_FAILURE] if silence else [])]
+    if failures:
+        named = [
+            line for line in details if line.startswith(("cassette: miss", "cassette: offline", "cassette: error"))
+        ]
+        config.stash[STRICT_FAILURES] = [
+            f"cassette: --cassette-strict: failing the session for {', '.join(failures)}",
+            *named,
+        ]
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -399,6 +541,12 @@ def pytest_testnodedown(node, error) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if FAILED_START in config.stash:
         terminalreporter.write_line(f"cassette: {config.stash[FAILED_START]}")
+    _summarise(terminalreporter, config)
+    for line in config.stash.get(STRICT_FAILURES, []):
+        terminalreporter.write_line(line)
+
+
+def _summarise(terminalreporter, config: pytest.Config) -> None:
     reports = config.stash.get(REPORTS, [])
     if not reports:
         return
@@ -440,3 +588,53 @@ def cassette_base_urls(cassette_proxy: launcher.RunningProxy | OuterProxy) -> di
 def cassette_env(cassette_proxy: launcher.RunningProxy | OuterProxy) -> dict[str, str]:
     """A complete environment for subprocesses (any runtime) that sends their API calls through the proxy."""
     return cassette_proxy.client_env(os.environ)
+
+
+class RecordingHookspec:
+    """pytest-recording's hook, declared when pytest-recording is not installed."""
+
+    @pytest.hookspec
+    def pytest_recording_configure(self, config: pytest.Config, vcr: Any) -> None:
+        """pytest-recording configures its VCR here; behind the proxy it is never called."""
+
+
+class VcrFixture:
+    """pytest-recording's `vcr` fixture, served by the proxy (registered when pytest-recording does not give it)."""
+
+    @pytest.fixture
+    def vcr(self, request: pytest.FixtureRequest) -> RecordedCassette:
+        """The test's requests and answers through the proxy, read like pytest-recording's cassette (VCR.py's
+        `Cassette`): `requests`, `responses`, `play_count`, `all_played`, `data`, `responses_of()`."""
+        config = request.config
+        proxy = _start(config)
+        test = request.node.nodeid
+        if config.stash.get(ANNOUNCED, None) != test and _announces(config):
+            config.stash[PLAYED] = True  # the proxy started for this fixture: the test was not announced yet
+            _announce(config, test)
+        settings = _settings(config, mitmdump="")
+        root = Path(settings.cassette_dir).resolve()
+        scope = config.stash[CURRENT][1].get("scope") if CURRENT in config.stash else None
+
+        def fetch() -> list[dict[str, Any]]:
+            if not _announces(config):
+                raise RuntimeError(
+                    "cassette: the vcr fixture reads the requests of the running test, and xdist workers inside "
+                    "`cassette run` share one proxy that cannot tell their tests apart: run `pytest -n N` on its "
+                    "own, or without -n"
+                )
+            answer = proxy.control().played(test)
+            if answer.get("interactions") is None:
+                raise RuntimeError(
+                    f"cassette: the proxy takes {answer.get('current')!r} as the running test, not {test!r}: "
+                    "the vcr fixture reads only the running test's requests"
+                )
+            if answer.get("truncated"):
+                raise RuntimeError(f"cassette: {test} sent more requests than the proxy keeps for the vcr fixture")
+            return list(answer["interactions"])
+
+        def unused() -> list[Path]:
+            if scope != "test":
+                return []
+            return sorted(p for p in (root / test_dir(test)).rglob("*.json") if p.is_file())
+
+        return RecordedCassette(fetch, unused, root, settings.mode)

@@ -172,3 +172,66 @@ def test_the_test_scope_files_pytest_recordings_layout_under_each_test(tmp_path,
     names = sorted(p.relative_to(tmp_path / "cassettes").as_posix().split("/api.openai.com")[0]
                    for p in cassette_files(tmp_path / "cassettes"))  # fmt: skip
     assert names == ["tests/tests/test_chat.py/test_one", "tests/tests/test_chat.py/test_two"]
+
+
+SHARED_FILE = """
+import pytest
+
+
+@pytest.mark.default_cassette("test_web_search.yaml.gz")
+@pytest.mark.vcr
+@pytest.mark.parametrize("output_version", ["v0", "responses/v1"])
+def test_web_search(output_version):
+    pass
+
+
+@pytest.mark.default_cassette("test_web_search.yaml.gz")
+@pytest.mark.vcr
+async def test_web_search_async():
+    pass
+
+
+@pytest.mark.vcr("test_web_search.yaml.gz")
+def test_also_reads_the_search():
+    pass
+
+
+@pytest.mark.vcr
+def test_code_interpreter():
+    pass
+
+
+@pytest.mark.default_cassette("test_code_interpreter.yaml.gz")
+@pytest.mark.vcr
+def test_code_interpreter_again():
+    pass
+"""
+
+
+def test_the_test_scope_gives_a_file_several_tests_name_to_each_of_them(tmp_path, capsys):
+    """langchain-openai: a parametrized test and its sibling name one file with default_cassette; another file is
+    the one a test's own name spells and a sibling names: under VCR each replayed it, so each test's folder gets it."""
+    (tmp_path / "tests" / "integration").mkdir(parents=True)
+    (tmp_path / "tests" / "integration" / "test_api.py").write_text(SHARED_FILE)
+    for name in ("test_web_search", "test_code_interpreter"):
+        path = write_vcr(tmp_path / "tests" / "cassettes" / f"{name}.yaml", name, name)
+        path.with_suffix(".yaml.gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    node_ids = tmp_path / "node-ids.txt"
+    module = "tests/integration/test_api.py"
+    node_ids.write_text(
+        f"{module}::test_web_search[v0]\n{module}::test_web_search[responses/v1]\n{module}::test_web_search_async\n"
+        f"{module}::test_code_interpreter\n{module}::test_code_interpreter_again\n{module}::test_also_reads_the_search\n"
+    )
+    code, out = run(capsys, "tests/cassettes", "--dir", "cassettes", "--scope", "test", "--node-ids", str(node_ids))
+    assert code == 0, out
+    folders = sorted({p.relative_to(tmp_path / "cassettes").as_posix().split("/api.openai.com")[0]
+                      for p in cassette_files(tmp_path / "cassettes")})  # fmt: skip
+    assert folders == [
+        "tests/tests/integration/test_api.py/test_also_reads_the_search",  # `vcr("…")` adds a file to its own
+        "tests/tests/integration/test_api.py/test_code_interpreter",
+        "tests/tests/integration/test_api.py/test_code_interpreter_again",
+        "tests/tests/integration/test_api.py/test_web_search_async",
+        "tests/tests/integration/test_api.py/test_web_search_responses_v1",
+        "tests/tests/integration/test_api.py/test_web_search_v0",
+    ]

@@ -191,3 +191,19 @@ def test_in_replay_the_session_gives_clients_the_proxy_ca_alone(pytester, suite_
     pytester.makeini("[pytest]\ncassette = true\n")
     pytester.makepyfile(test_bundle=BUNDLE_TEST)
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_cassette_dir_as_two_words_outside_the_suite_is_refused_not_a_moved_rootdir(pytester, monkeypatch):
+    """pytest chooses its rootdir before it knows plugins' options, and took the folder for a test path: the test
+    ids (and test-scope folders) moved between record and replay. One word works; two words say so."""
+    only_plugins(monkeypatch)
+    outside = pytester.path.parent / f"{pytester.path.name}-cassettes"
+    outside.mkdir()
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    pytester.makepyfile(test_app="def test_a():\n    pass\n")
+    two_words = pytester.runpytest_subprocess("--cassette-dir", str(outside))
+    assert two_words.ret == pytest.ExitCode.USAGE_ERROR
+    two_words.stderr.fnmatch_lines([f"*--cassette-dir {outside}: as two words, pytest reads*--cassette-dir={outside}"])
+    pytester.runpytest_subprocess(f"--cassette-dir={outside}").assert_outcomes(passed=1)
+    (pytester.path / "cassettes").mkdir()
+    pytester.runpytest_subprocess("--cassette-dir", "cassettes").assert_outcomes(passed=1)  # inside: no harm

@@ -38,10 +38,11 @@ def redirect_args(upstream: FakeUpstream) -> str:
 
 
 def cassette(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 180, unset: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:
-    """`cassette ARGS...` with the test process's environment (less CASSETTE_MODE) plus `env`; text output."""
-    base = {name: value for name, value in os.environ.items() if name != "CASSETTE_MODE"}
+    """`cassette ARGS...` with the test process's environment (less CASSETTE_MODE and `unset`) plus `env`; text
+    output."""
+    base = {name: value for name, value in os.environ.items() if name != "CASSETTE_MODE" and name not in unset}
     return subprocess.run(
         [CASSETTE, *args], cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout
     )

@@ -54,7 +54,7 @@ def url(address: str):
     ("change", "environ", "message"),
     [
         (lambda c: c.setdefault("keyed_with", {}).update(request_redacted=True), ENV, "its stored request was redacted"),
-        (url("https://api.example.com/v1/chat/completions"), ENV, "api.example.com is not under cassette control"),
+        (url("https://api.example.com/v1/chat/completions"), ENV, "api.example.com is not under cassette control in this run: pass --hosts api.example.com"),
         (lambda c: None, {}, "api.openai.com: no credentials: set OPENAI_API_KEY"),
         (url("http://api.openai.com/v1/chat/completions"), ENV, "refusing to send credentials for api.openai.com "
          "over plain HTTP"),

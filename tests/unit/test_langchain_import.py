@@ -121,6 +121,54 @@ def test_a_redacted_key_header_is_not_guessed_and_can_be_given():
     assert cassette["key"] == live_key(url, json.dumps(message).encode(), **{"anthropic-version": "2023-06-01"})
 
 
+BETA_RULES = [
+    "anthropic-version=2023-06-01",
+    r'anthropic-beta=/"type": ?"code_execution_(\d{4})(\d\d)(\d\d)"/code-execution-\1-\2-\3/',
+    'anthropic-beta=/"(context_management)"/context-management-2025-06-27/',
+    "anthropic-beta@TestOther.*=files-api-2025-04-14",  # another file's: not this one's
+]
+
+
+def test_several_anthropic_beta_values_come_back_from_the_body_and_per_file():
+    """langchain-anthropic redacts every header and sends an anthropic-beta per feature a test uses: rules that read
+    the recorded body (or name the files) give each request its own value, the key the SDK's request has."""
+    message = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    code = {**message, "tools": [{"type": "code_execution_20250522", "name": "code_execution"}]}
+    context = {**message, "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}
+    both = {**code, "context_management": context["context_management"]}
+    bodies = {"code-execution-2025-05-22": code, "context-management-2025-06-27": context,
+              "code-execution-2025-05-22,context-management-2025-06-27": both, "files-api-2025-04-14": message}  # fmt: skip
+    headers = {"anthropic-version": "2023-06-01", "anthropic-beta": "secret-looking"}
+    recorded = [interaction(body, b'{"type": "message"}', **headers) for body in bodies.values()]
+    outcomes = imported(*recorded, folders=(), redacted_headers=BETA_RULES)
+    assert [o.action for o in outcomes] == ["imported", "imported", "imported", "skipped"]
+    assert "no --redacted-header rule gives its value for this request" in outcomes[3].detail
+    outcomes = imported(
+        *recorded, folders=(), redacted_headers=[*BETA_RULES, "anthropic-beta@test_x.*=files-api-2025-04-14"]
+    )
+    url = "https://api.anthropic.com/v1/messages"
+    for outcome, (beta, body) in zip(outcomes, bodies.items(), strict=True):
+        if beta != "files-api-2025-04-14":
+            beta += ",files-api-2025-04-14"  # every rule that applies adds its value, in the order given
+        cassette = json.loads(outcome.data)
+        assert cassette["request"]["headers"] == {"anthropic-beta": beta, "anthropic-version": "2023-06-01"}
+        live = live_key(url, json.dumps(body).encode(), **{"anthropic-version": "2023-06-01", "anthropic-beta": beta})
+        assert cassette["key"] == live
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("anthropic-beta@=x", "is not NAME=VALUE, NAME@FILE_GLOB=VALUE"),
+        ("anthropic-beta=/(/x/", "invalid regular expression"),
+        ("anthropic-beta=/(a)/\\2/", "does not fit"),
+    ],
+)
+def test_a_bad_redacted_header_rule_is_refused_before_anything_is_read(spec, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        importer.import_settings(redacted_headers=[spec])
+
+
 def test_the_model_names_the_provider_when_the_folder_does_not():
     mistral = {"model": "mistral-small-latest", "messages": [{"role": "user", "content": "hi"}]}
     [outcome] = imported(interaction(mistral, b"{}"), folders=("tests", "project"))
@@ -129,7 +177,7 @@ def test_the_model_names_the_provider_when_the_folder_does_not():
 
 def test_what_cannot_be_rebuilt_is_skipped_with_the_reason_and_redacted_url_says_it():
     unknown = {"model": "llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]}
-    image = interaction(None, b"\x89PNG\r\n\x1a\n", method="GET")
+    image = interaction(None, b"GIF89a", method="GET")  # not one of langchain_tests' files
     outcomes = imported(interaction(unknown, b"{}"), image, folders=("tests",))
     assert [o.action for o in outcomes] == ["skipped", "skipped"]
     assert (
@@ -142,6 +190,30 @@ def test_what_cannot_be_rebuilt_is_skipped_with_the_reason_and_redacted_url_says
     given = imported(interaction(unknown, b"{}"), interaction(CHAT, b"{}"), folders=("tests",), redacted_url=url)
     assert [json.loads(o.data)["request"]["url"] for o in given] == [url, "https://api.openai.com/v1/chat/completions"]
     assert "URL from --redacted-url (neither its headers" in given[0].detail  # only where the request does not tell
+
+
+def test_langchain_tests_downloads_get_their_urls_back_without_flags():
+    """The standard tests download the same PNG, PDF and WAV in every package; their redacted GETs are recognised by
+    their bytes and stored under each URL their langchain_tests versions used."""
+    png, pdf, wav = b"\x89PNG\r\n\x1a\n...", b"%PDF-1.4 ...", b"RIFF\x00\x00\x00\x00WAVEfmt "
+    gets = [interaction(None, body, method="GET") for body in (png, pdf, wav)]
+    outcomes = imported(*gets, folders=("tests",), hosts=["*"])
+    assert [o.action for o in outcomes] == ["imported"] * 4
+    stored = [json.loads(o.data) for o in outcomes]
+    assert [c["request"]["url"] for c in stored] == [
+        "https://raw.githubusercontent.com/langchain-ai/docs/4d11d08b6b0e210bd456943f7a22febbd168b543/src/images/"
+        "agentic-rag-output.png",
+        "https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf",
+        "https://upload.wikimedia.org/wikipedia/commons/6/6a/Northern_Flicker_202280456.wav",
+        "https://upload.wikimedia.org/wikipedia/commons/3/3d/Alcal%C3%A1_de_Henares_%28RPS_13-04-2024%29_canto_de_"
+        "ruise%C3%B1or_%28Luscinia_megarhynchos%29_en_el_Soto_del_Henares.wav",
+    ]
+    assert [c["response"]["headers"]["content-type"] for c in stored] == [
+        "image/png", "application/pdf", "audio/wav", "audio/wav"
+    ]  # fmt: skip
+    assert "**REDACTED**" not in json.dumps(stored)
+    out_of_scope = imported(gets[0], folders=("tests",))  # a CDN is outside the default hosts, as any other
+    assert out_of_scope[0].action == "skipped" and "host raw.githubusercontent.com" in out_of_scope[0].detail
 
 
 def test_a_multipart_upload_gets_its_content_type_back_from_its_boundary():

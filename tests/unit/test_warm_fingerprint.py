@@ -65,3 +65,29 @@ def test_only_variables_that_reach_the_proxy_count():
         "environment: CASSETTE_REPLAY_TIMING differ (CASSETTE_* / MITMPROXY* variables)"
     ]
     assert "secret" not in repr(fingerprint(BASE, per_run))
+
+
+def test_the_code_stamp_is_the_version_and_content_not_the_file_times(tmp_path, monkeypatch):
+    """The tool's install and the suite's install of one version: the same bytes, other mtimes, one warm proxy."""
+    import os
+    import shutil
+
+    from cassette_proxy.launch import warm_proxy
+
+    installs = []
+    for name in ("tool", "suite"):
+        shutil.copytree(warm_proxy.ADDON.parent / "cassette_proxy", tmp_path / name / "cassette_proxy")
+        shutil.copy(warm_proxy.ADDON, tmp_path / name / "cassette.py")
+        installs.append(tmp_path / name / "cassette.py")
+    os.utime(installs[1], (1_000_000, 1_000_000))
+    stamps = []
+    for entry in installs:
+        monkeypatch.setattr(warm_proxy, "ADDON", entry)
+        stamps.append(warm_proxy.code_stamp())
+    assert stamps[0] == stamps[1]
+    with open(tmp_path / "suite" / "cassette_proxy" / "core" / "key.py", "a") as edited:
+        edited.write("\n# an edit\n")
+    assert warm_proxy.code_stamp() != stamps[0]
+    monkeypatch.setattr(warm_proxy, "__version__", "0.0.0-other")
+    monkeypatch.setattr(warm_proxy, "ADDON", installs[0])
+    assert warm_proxy.code_stamp() != stamps[0]

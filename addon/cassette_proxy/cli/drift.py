@@ -196,8 +196,10 @@ def plan(job_input: tuple[Path, str, dict], recipe: Recipe, scope: HostScope, en
         return _unchecked(result, f"keyed differently under this run's key settings ({why}): pass the --ignore, "
                           "--key-header and --ignore-value it was recorded with")  # fmt: skip
     if facts.host not in scope:
-        return _unchecked(result, f"{facts.host} is not under cassette control in this run: pass the --hosts it was "
-                          "recorded with")  # fmt: skip
+        # A reverse route's target joined the recording run's scope without any --hosts: name the host to pass.
+        return _unchecked(result, f"{facts.host} is not under cassette control in this run: pass --hosts "
+                          f"{facts.host} (with the other hosts to check), as for a recording made through a "
+                          "--reverse route to it")  # fmt: skip
     try:
         credentials = credential_headers(facts.host, environ, rules)
     except CredentialError as e:

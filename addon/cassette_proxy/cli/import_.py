@@ -228,8 +228,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(its provider or endpoint unknown, a GET): https://api.groq.com/openai/v1/chat/completions",
     )  # fmt: skip
     parser.add_argument(
-        "--redacted-header", action="append", default=[], metavar="NAME=VALUE",
-        help="the value a key header had where the recording redacted it (anthropic-version=2023-06-01). Repeatable.",
+        "--redacted-header", action="append", default=[], metavar="RULE",
+        help="the value a key header had where the recording redacted it: NAME=VALUE (anthropic-version=2023-06-01), "
+        "NAME@FILE_GLOB=VALUE for the files a glob names, or NAME=/REGEX/TEMPLATE/ for a value the recorded request "
+        "body shows; every rule that applies adds its value, joined with ','. Repeatable.",
     )  # fmt: skip
     parser.add_argument(
         "--replace", action="store_true", help="overwrite a cassette that holds a different answer to the same request"

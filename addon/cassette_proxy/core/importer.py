@@ -47,7 +47,7 @@ from .recipe import Recipe, RecipeError, make_recipe, stored_request
 from .record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
 from .recording_formats import MAX_RECORDING_BYTES, RECORDING_SUFFIXES, Recorded, TooLarge, Unusable, inflate
 from .redact import Rule
-from .redacted_request import Rebuild, unredacted
+from .redacted_request import HeaderRule, Rebuild, parse_header_rule, unredacted, well_known_media
 from .stream_events import split_events, stream_kind
 
 UNDATED = "1970-01-01T00:00:00+00:00"
@@ -191,14 +191,8 @@ def _redacted_url(url: str | None) -> str | None:
     return url.strip()
 
 
-def _redacted_headers(specs: Sequence[str]) -> dict[str, str]:
-    values = {}
-    for spec in specs:
-        name, sep, value = spec.partition("=")
-        if not sep or not name.strip() or any(c in value for c in "\r\n\0"):
-            raise ValueError(f"--redacted-header: {spec!r} is not NAME=VALUE (anthropic-version=2023-06-01)")
-        values[name.strip().lower()] = value.strip()
-    return values
+def _redacted_headers(specs: Sequence[str]) -> tuple[HeaderRule, ...]:
+    return tuple(parse_header_rule(spec) for spec in specs)
 
 
 # Converting -----------------------------------------------------------------------------------
@@ -434,7 +428,7 @@ def outcomes(
         origin = f"{recording.format}: {recording.name}"
         converted = [
             _converted(entry, settings, origin, recording.folders) if isinstance(entry, Recorded) else entry
-            for entry in recording.entries
+            for entry in _with_media_urls(recording.entries)
         ]
         places = _sequence_places([c for c in converted if isinstance(c, Converted)])
         tests: Sequence[str | None] = recording.test_ids if settings.scope == "test" else (None,)
@@ -452,6 +446,13 @@ def outcomes(
                     if len(relative) > MAX_NAME:  # where the proxy looks for a name too long to store (location.py)
                         relative = scoped_name(short_name(place), test, settings.scope)
                     yield _place(entry, relative, planned, root, replace, settings.scope)
+
+
+def _with_media_urls(entries: Iterable[Recorded | Unusable]) -> Iterator[Recorded | Unusable]:
+    """The entries, a redacted download of one of langchain_tests' files once under each of its URLs."""
+    for entry in entries:
+        media = well_known_media(entry) if isinstance(entry, Recorded) else None
+        yield from media or (entry,)
 
 
 def _converted(

@@ -7,11 +7,20 @@ so both are rebuilt from what the request still shows: the provider from the hea
 (values are gone, names stay), the package folder the file lives in (`langchain_anthropic-1.7.10/tests/…`)
 or the model the body names; the endpoint from the body's shape (`messages`, `input`, `prompt`). Where that
 cannot be done, the entry is skipped with the reason, and `--redacted-url` says the URL for those entries.
+
+A redacted key header (`anthropic-version`, `anthropic-beta`) cannot be rebuilt by us: its value is the SDK's
+and the test's choice (langchain-anthropic sends at least 7 `anthropic-beta` values, one per feature a test
+uses). `--redacted-header` rules say it: a fixed value, for every file or for the files a glob names
+(`anthropic-beta@TestX.test_files*=files-api-2025-04-14`), or a pattern found in the recorded request body
+with the value it stands for (`anthropic-beta=/"(context_management)"/context-management-2025-06-27/`).
+Every rule that applies to a request adds its values, in the order the rules were given, joined with `,` as
+SDKs send a list header.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -118,14 +127,132 @@ def endpoint_of(style: str, body: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
+class Media:
+    """A file langchain_tests' standard tests download (`httpx.get(url).content`) before they send it to a model."""
+
+    content_type: str
+    urls: tuple[str, ...]
+    """Every version's URL for this kind of file: the bytes say the kind, not the version."""
+    magic: Callable[[bytes], bool]
+
+
+LANGCHAIN_TESTS_MEDIA = (
+    Media(
+        "image/png",
+        ("https://raw.githubusercontent.com/langchain-ai/docs/4d11d08b6b0e210bd456943f7a22febbd168b543/src/images/"
+         "agentic-rag-output.png",),  # test_image_inputs, langchain_tests 1.1
+        lambda body: body.startswith(b"\x89PNG\r\n\x1a\n"),
+    ),
+    Media(
+        "image/jpeg",
+        ("https://upload.wikimedia.org/wikipedia/commons/thumb/d/dd/Gfp-wisconsin-madison-the-nature-boardwalk.jpg/"
+         "2560px-Gfp-wisconsin-madison-the-nature-boardwalk.jpg",),  # test_image_inputs, 0.3 and 1.0
+        lambda body: body.startswith(b"\xff\xd8\xff"),
+    ),
+    Media(
+        "application/pdf",
+        ("https://www.w3.org/WAI/ER/tests/xhtml/testfiles/resources/pdf/dummy.pdf",),  # test_pdf_inputs, every version
+        lambda body: body.startswith(b"%PDF-"),
+    ),
+    Media(
+        "audio/wav",
+        ("https://upload.wikimedia.org/wikipedia/commons/6/6a/Northern_Flicker_202280456.wav",  # 1.1
+         "https://upload.wikimedia.org/wikipedia/commons/3/3d/Alcal%C3%A1_de_Henares_%28RPS_13-04-2024%29_canto_de_"
+         "ruise%C3%B1or_%28Luscinia_megarhynchos%29_en_el_Soto_del_Henares.wav"),  # test_audio_inputs, 0.3 and 1.0
+        lambda body: body[:4] == b"RIFF" and body[8:12] == b"WAVE",
+    ),
+)  # fmt: skip
+"""The constants of `langchain_tests/integration_tests/chat_models.py` (0.3.20, 1.0.0, 1.1.9): the same PNG, JPEG,
+PDF and WAV in every LangChain package's recordings, each a GET whose URI the conftest redacted."""
+
+
+def well_known_media(recorded: Recorded) -> list[Recorded] | None:
+    """A redacted GET that downloaded one of langchain_tests' files, once for each URL that file had (a suite replays
+    the one its version asks for); None for any other request."""
+    if recorded.method.upper() != "GET" or not is_redacted(recorded.url):
+        return None
+    media = next((m for m in LANGCHAIN_TESTS_MEDIA if m.magic(recorded.response_body)), None)
+    if media is None:
+        return None
+    headers = tuple((name, value) for name, value in recorded.response_headers if not is_redacted(value))
+    if not any(name.lower() == "content-type" for name, _ in headers):
+        headers = (*headers, ("content-type", media.content_type))
+    request_headers = tuple((name, value) for name, value in recorded.request_headers if not is_redacted(value))
+    return [
+        dataclasses.replace(recorded, url=url, request_headers=request_headers, response_headers=headers)
+        for url in media.urls
+    ]
+
+
+@dataclass(frozen=True)
+class HeaderRule:
+    """One `--redacted-header` rule: `NAME[@FILE_GLOB]=VALUE`, or `NAME[@FILE_GLOB]=/REGEX/TEMPLATE/`."""
+
+    name: str
+    """Lower case."""
+    files: str | None = None
+    """A glob the recording file's name must match (`TestX.test_y*`); None: every file."""
+    value: str | None = None
+    pattern: re.Pattern[str] | None = None
+    """Searched in the recorded request body; each match, expanded with `template`, is one value."""
+    template: str = ""
+
+    def values(self, recorded: Recorded) -> list[str]:
+        """The values this rule gives the request's header (none when it does not apply)."""
+        if self.files is not None:
+            file_name = recorded.source.rpartition("#")[0].replace("\\", "/").rpartition("/")[2]
+            if not fnmatch.fnmatchcase(file_name, self.files):
+                return []
+        if self.pattern is None:
+            return [self.value or ""]
+        text = recorded.request_body.decode("utf-8", "replace")
+        return [m.expand(self.template) for m in self.pattern.finditer(text)]
+
+
+def parse_header_rule(spec: str) -> HeaderRule:
+    """A `--redacted-header` spec; ValueError saying what is wrong."""
+    head, sep, value = spec.partition("=")
+    name, at, files = head.partition("@")
+    if not sep or not name.strip() or (at and not files.strip()) or any(c in value for c in "\r\n\0"):
+        raise ValueError(
+            f"--redacted-header: {spec!r} is not NAME=VALUE, NAME@FILE_GLOB=VALUE or NAME=/REGEX/TEMPLATE/ "
+            "(anthropic-version=2023-06-01)"
+        )
+    rule = HeaderRule(name.strip().lower(), files.strip() if at else None)
+    value = value.strip()
+    if len(value) > 2 and value.startswith("/") and value.endswith("/") and value.count("/") >= 3:
+        pattern, _, template = value[1:-1].rpartition("/")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"--redacted-header: {spec!r}: invalid regular expression {pattern!r}: {e}") from None
+        names = {number: name for name, number in compiled.groupindex.items()}
+        empty = "".join(f"(?P<{names[n]}>)" if n in names else "()" for n in range(1, compiled.groups + 1))
+        try:
+            re.fullmatch(empty, "").expand(template)  # type: ignore[union-attr]  # a bad group fails here
+        except (re.error, IndexError) as e:
+            raise ValueError(f"--redacted-header: {spec!r}: the template {template!r} does not fit: {e}") from None
+        return dataclasses.replace(rule, pattern=compiled, template=template)
+    return dataclasses.replace(rule, value=value)
+
+
+@dataclass(frozen=True)
 class Rebuild:
     """What the user said about redacted recordings."""
 
     url: str | None = None
     """`--redacted-url`: where a request with a redacted URI went when the request does not tell (a GET of an
     image, a multipart upload, a provider no header, folder or model names)."""
-    header_values: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    """`--redacted-header NAME=VALUE`: the value a redacted key header had (lower-case names)."""
+    header_rules: tuple[HeaderRule, ...] = ()
+    """`--redacted-header`: how to recover the value a redacted key header had."""
+
+    def header_value(self, name: str, recorded: Recorded) -> str | None:
+        """The value the rules give the redacted header `name` (lower case) of this request; None: no rule does."""
+        rules = [rule for rule in self.header_rules if rule.name == name]
+        if not rules:
+            return None
+        values = [value for rule in rules for value in rule.values(recorded)]
+        return ",".join(dict.fromkeys(values)) if values else None
 
 
 def unredacted(
@@ -153,13 +280,18 @@ def unredacted(
         lower = name.lower()
         if not is_redacted(value):
             request_headers.append((name, value))
-        elif lower in rebuild.header_values:
-            request_headers.append((name, rebuild.header_values[lower]))
+        elif (given := rebuild.header_value(lower, recorded)) is not None:
+            request_headers.append((name, given))
         elif lower in wanted:
+            ruled = any(rule.name == lower for rule in rebuild.header_rules)
             return Unusable(
                 recorded.source,
-                f"its key header {lower} was redacted, and the key needs its value: pass --redacted-header "
-                f"{lower}=VALUE when every such request sent the same value, else record it again through the proxy",
+                f"its key header {lower} was redacted, and no --redacted-header rule gives its value for this "
+                "request (a rule for other files, or a pattern its body lacks)"
+                if ruled
+                else f"its key header {lower} was redacted, and the key needs its value: pass --redacted-header "
+                f"{lower}=VALUE when every such request sent the same value, NAME@FILE_GLOB=VALUE per file, or "
+                f"{lower}=/REGEX/TEMPLATE/ for a value its body shows; else record it again through the proxy",
             )
     request_headers = _with_content_type(
         request_headers, lambda: _request_content_type(recorded.request_body, request_json[0]), url_redacted

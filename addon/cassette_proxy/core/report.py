@@ -355,7 +355,7 @@ class Report:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))
             lines.append(f"cassette: {sum(not_recorded.values())} requests not recorded: {why}")
         lines += [
-            f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']})"
+            f"cassette: miss {m['method']} {m['url']} (would be {m['cassette']}{_first_difference(m)})"
             + (f" in test {m['test']}" if m.get("test") else "")
             for m in self.misses
         ]
@@ -381,6 +381,19 @@ class Report:
         if self.mode == "replay" and counts["upstream"]:
             failures.append(f"{counts['upstream']} upstream requests in replay mode")
         return failures
+
+
+def _first_difference(miss: Miss) -> str:
+    """`; closest recording differs in: …`: what the 409 said first, for a client that hid the 409 (llm-gemini turns
+    it into an IndexError) and leaves the summary as the only place the cause is read."""
+    closest = miss.get("closest") or []
+    first = closest[0] if closest and isinstance(closest[0], dict) else {}
+    differences = [d for d in first.get("differences") or [] if isinstance(d, str)]
+    if not differences:
+        settings = [s for s in first.get("settings") or [] if isinstance(s, str)]
+        return f"; closest recording: {settings[0]}" if settings else ""
+    more = " (and more)" if len(differences) > 1 else ""
+    return f"; closest recording differs in: {differences[0]}{more}"
 
 
 NO_REPORT = "cassette: no run report (the proxy did not shut down cleanly)"

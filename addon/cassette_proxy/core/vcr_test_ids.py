@@ -6,7 +6,9 @@ langchain_tests' config (`cassette_library_dir: tests/cassettes`) keeps every te
 `tests/cassettes/<Class>.<test>.yaml.gz`, so the module is whichever test module defines that class or
 function, found by reading the test modules beside the folder. A test may name its file itself
 (`@pytest.mark.default_cassette("test_web_search.yaml.gz")`, which langchain-openai's parametrized tests
-share): the module that says so owns it. Where several modules define a name (langchain's standard
+share) or adds to its own (`@pytest.mark.vcr("shared.yaml")`): every test that names it owns it, and so
+does the test its name spells unless that test renames its own (a parametrized `test_web_search` and a
+sibling `test_web_search_async` naming its file both replayed it under VCR, so each gets it). Where several modules define a name (langchain's standard
 suites reuse class names for unit and integration tests), those that mention `vcr` are the ones that
 record; when none or several do, the file goes to each of them, as under VCR each would have replayed it.
 
@@ -28,7 +30,8 @@ from .recording_formats import RECORDING_SUFFIXES
 
 _DEFINITION = re.compile(rb"^(?:class|(?:async[ \t]+)?def)[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 """A top-level class or function: pytest-recording names a file after the class (`TestX.test_y`) or a function."""
-_NAMED = re.compile(rb"""default_cassette\(\s*["']([^"']+)["']""")
+_NAMED = re.compile(rb"""(default_cassette|mark\.vcr)\(\s*["']([^"']+)["']""")
+"""`default_cassette("name")` renames a test's file; `vcr("name", ...)` adds files to its own."""
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _TEST_MODULE = re.compile(r"^(?:test_.*|.*_test)\.py$")
@@ -65,8 +68,10 @@ class _Module:
     names: frozenset[str]
     """The top-level classes and functions it defines."""
     mentions_vcr: bool
-    named: dict[str, tuple[str, str]]
-    """`default_cassette` file stems → (class or "", function) of the test that names them."""
+    named: dict[str, list[tuple[str, str]]]
+    """`default_cassette` file stems → (class or "", function) of every test that names them."""
+    renamed: frozenset[tuple[str, str]]
+    """(class or "", function) of the tests that name their file themselves: a file their name spells is not theirs."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,10 @@ class TestModules:
         return found
 
     def _owners(self, path: Path) -> list[_Owner]:
-        class_name, test = test_parts(path.name)
+        try:
+            class_name, test = test_parts(path.name)
+        except ValueError as e:  # a name only a `default_cassette` gives
+            class_name, test, not_a_test = "", "", str(e)
         function, bracket, params = test.partition("[")
         folder = path.parent
         layout = folder.parent.parent / f"{folder.name}.py"  # pytest-recording: <module dir>/cassettes/<module>/
@@ -119,14 +127,22 @@ class TestModules:
             where = f"{searched.relative_to(self.rootdir).as_posix() or '.'}/"
         stem, wanted = _stem(path.name), class_name or function
         parsed = [(m, self._parsed_module(m)) for m in modules]
-        named = [_Owner(m, *module.named[stem], None) for m, module in parsed if stem in module.named]
-        if named:
+        named = [_Owner(m, *test, None) for m, module in parsed for test in module.named.get(stem, [])]
+        if not test:
+            if not named:
+                raise ValueError(f"{not_a_test}, and no test module in {where} names it with default_cassette")
             return named
-        candidates = [(m, module.mentions_vcr) for m, module in parsed if wanted in module.names]
+        candidates = [
+            (m, module.mentions_vcr)
+            for m, module in parsed
+            if wanted in module.names and (class_name, function) not in module.renamed
+        ]
         defining = [m for m, vcr in candidates if vcr] or [m for m, _ in candidates]
-        if not defining:
+        if not defining and not named:
             raise ValueError(f"no test module in {where} defines {wanted}, which the file is named after")
-        return [_Owner(m, class_name, function, bracket + params) for m in defining]
+        taken = {(o.module, o.class_name, o.function) for o in named}
+        spelled = [_Owner(m, class_name, function, bracket + params) for m in defining]
+        return named + [o for o in spelled if (o.module, o.class_name, o.function) not in taken]
 
     def _node_id(self, owner: _Owner) -> str:
         scope = f"::{owner.class_name}" if owner.class_name else ""
@@ -164,19 +180,25 @@ class TestModules:
             self._parsed[module] = _Module(
                 frozenset(name.decode() for name in _DEFINITION.findall(source)),
                 b"vcr" in source.lower(),
-                _named_cassettes(source),
+                *_named_cassettes(source),
             )
         return self._parsed[module]
 
 
-def _named_cassettes(source: bytes) -> dict[str, tuple[str, str]]:
-    """`@pytest.mark.default_cassette("name")` → the test it decorates: the next `def`, in the class before it
-    when indented."""
-    named = {}
+def _named_cassettes(source: bytes) -> tuple[dict[str, list[tuple[str, str]]], frozenset[tuple[str, str]]]:
+    """`@pytest.mark.default_cassette("name")` and `@pytest.mark.vcr("name")` → every test they decorate (the next
+    `def`, in the class before it when indented); and the tests whose own file `default_cassette` renames."""
+    named: dict[str, list[tuple[str, str]]] = {}
+    renamed = set()
     for mark in _NAMED.finditer(source):
         test = _DEF.search(source, mark.end())
         if test is None:
             continue
         classes = [c.group(1) for c in _CLASS.finditer(source, 0, test.start())] if test.group(1) else []
-        named[_stem(mark.group(1).decode())] = (classes[-1].decode() if classes else "", test.group(2).decode())
-    return named
+        owner = (classes[-1].decode() if classes else "", test.group(2).decode())
+        tests = named.setdefault(_stem(mark.group(2).decode().rpartition("/")[2]), [])
+        if owner not in tests:
+            tests.append(owner)
+        if mark.group(1) == b"default_cassette":
+            renamed.add(owner)
+    return named, frozenset(renamed)

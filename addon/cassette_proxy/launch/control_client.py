@@ -36,9 +36,17 @@ class ControlClient:
         self.timeout = timeout
         self._connection: http.client.HTTPConnection | None = None
 
-    def start(self, test: str, options: Mapping[str, Any] | None = None, resume: bool = False) -> dict:
-        """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...)."""
-        return self.call("/v1/test/start", {"test": test, "options": dict(options or {}), "resume": resume})
+    def start(
+        self, test: str, options: Mapping[str, Any] | None = None, resume: bool = False, played: bool = False
+    ) -> dict:
+        """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...); with
+        `played`, the proxy keeps what they were answered with for `played()` (the pytest plugin's `vcr` fixture)."""
+        body = {"test": test, "options": dict(options or {}), "resume": resume, **({"played": True} if played else {})}
+        return self.call("/v1/test/start", body)
+
+    def played(self, test: str) -> dict:
+        """The running test's requests so far and the cassette that answered each (proxy/played.py)."""
+        return self.call("/v1/test/played", {"test": test})
 
     def end(self, test: str) -> dict:
         """Requests from now on belong to no test."""

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .. import __version__
 from ..core.atomic_write import write_atomic
 from ..core.frameworks import DEFAULT_FRAMEWORKS
 from ..core.report import Report, ReportError
@@ -63,14 +64,17 @@ MORE_FLAGS = {
 
 
 def code_stamp() -> str:
-    """The proxy's code as it is on disk now (paths, sizes, mtimes): a warm proxy started before an edit is not
-    the code a run would start."""
+    """The proxy's code: this package's version and the content of every file mitmdump loads from it. Not their
+    times: the tool's install and the suite's install of one version hold the same bytes with other mtimes (a warm
+    proxy `cassette serve` started was refused by the plugin as "the proxy's code changed"), and an edit shows in
+    the content."""
     package = ADDON.parent / "cassette_proxy"
-    parts = []
+    digest = hashlib.sha256(__version__.encode())
     for path in sorted([ADDON, *package.rglob("*.py"), *package.rglob("*.cjs")]):
-        status = path.stat()
-        parts.append(f"{path.relative_to(ADDON.parent)}:{status.st_size}:{status.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        relative = path.relative_to(ADDON.parent).as_posix()
+        digest.update(f"\n{relative}\n{path.stat().st_size}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def fingerprint(settings: Settings, environ: Mapping[str, str]) -> dict:
@@ -325,7 +329,7 @@ def attach(settings: Settings, environ: Mapping[str, str], say: Callable[[str], 
                 lines = "\n  ".join(differences(wanted, other.fingerprint))
                 say(
                     f"cassette: not using {other.describe()} for {wanted['dir']}: its settings differ from this run's:\n"
-                    f"  {lines}\nStarting a proxy of its own; `cassette serve --stop` stops the warm one."
+                    f"  {lines}\nStarting a proxy of its own; `cassette serve --stop` stops every warm proxy of yours."
                 )
         return None
     lease = Lease(found)

@@ -43,6 +43,7 @@ from .control_channel import CONTROL_HOST, CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .options import RunOptions
+from .played import Played, PlayedLog
 from .ready_file import write_ready_file
 from .record import Recorder, RecordTarget
 from .replay import REPLAY_CACHE_SIZE, Replayer
@@ -73,7 +74,10 @@ class CassetteAddon:
         self.preloading: asyncio.Task[None] | None = None
         self.sequencer = Sequencer()
         self.control = CurrentTest()
-        self.control.on_start = self.sequencer.start
+        self.control.on_start = self._test_started
+        self.played = PlayedLog(self.recorder.wait_idle)
+        """What the current test's requests were answered with, when its runner asks (the `vcr` fixture)."""
+        self.control.on_played = lambda test: self.played.answer(test, self.recorder.redact_rules)
         self.runs = Runs(self.report, self.recorder, self.sequencer, self.control)
         """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
         self.closest = ClosestSearch()
@@ -85,6 +89,10 @@ class CassetteAddon:
         # addons: mitmproxy walks every child on every event of every flow, a cost each hit paid for nothing.
         self.upstream = UpstreamGuard(self.report)
         self.sessions = Sessions(self.report)
+
+    def _test_started(self, test: str, resume: bool) -> None:
+        self.sequencer.start(test, resume)
+        self.played.start(test, self.control.played_wanted, resume)
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
@@ -256,6 +264,8 @@ class CassetteAddon:
             self.seal.exempt.add(("127.0.0.1", self.replayer.timed.port))
         state.outcome = "hit"
         self.report.hit(rules.test, relative, is_client_error(replay.cassette["response"]["status"]))
+        if self.control.played_wanted:
+            self._note_played("hit", flow, facts, path, rules)
         return True
 
     def _forward(
@@ -275,10 +285,20 @@ class CassetteAddon:
             big_request=facts if big else None,
         )
         state.outcome = "forwarded"
+        if self.control.played_wanted:
+            self._note_played("recorded", flow, facts, path, rules)
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
         flow.request.headers["accept-encoding"] = "identity"
         self.report.forwarded()
         self.upstream.forward(flow)
+
+    def _note_played(
+        self, outcome: str, flow: http.HTTPFlow, facts: RequestFacts, path: str, rules: RequestRules
+    ) -> None:
+        """For the current test's `vcr` fixture (played.py): the request as it came, the cassette that answers it."""
+        headers = tuple(flow.request.headers.fields)
+        played = Played(outcome, facts.method, public_url(facts), headers, facts.body, facts.content_type, path)
+        self.played.add(rules.test, played)
 
     def own_error(self, flow: http.HTTPFlow, hook: str, error: Exception) -> None:
         """A bug of ours: answered 500 and counted (answers.own_error); never forwarded."""

@@ -5,6 +5,7 @@ to the reserved host `cassette.control`, sent through the proxy like any other:
 
     POST http://cassette.control/v1/test/start   {"test": "<id>", "options": {...}, "resume": false}
     POST http://cassette.control/v1/test/end     {"test": "<id>"}
+    POST http://cassette.control/v1/test/played  {"test": "<id>"}   (what its requests were answered with: played.py)
     POST http://cassette.control/v1/run/start    {}   (a run reusing a warm proxy: proxy/runs.py)
     POST http://cassette.control/v1/run/end      {}
     header x-cassette-control-token: <the run's token>
@@ -80,6 +81,9 @@ class CurrentTest:
         self.test_options: dict[str, Any] = {}
         self.on_start = lambda test, resume: None
         """Called when a test starts (the sequencer resets its counters unless the test resumes)."""
+        self.played_wanted = False
+        """The current test asked the proxy to keep what its requests were answered with (`"played": true`)."""
+        self.on_played: Callable[[str], dict] = lambda test: {"test": test, "interactions": None}
         self.on_run_start: Callable[[], dict] = lambda: {"run": "started"}
         self.on_run_end: Callable[[], dict] = lambda: {"report": None}
         """A run starts or ends on this proxy (proxy/runs.py sets both)."""
@@ -115,6 +119,7 @@ class CurrentTest:
     def end_test(self) -> None:
         """No test runs any more: requests follow the run's rules."""
         self.rules, self.test_options = self.run_rules, {}
+        self.played_wanted = False
 
     def _act(self, request: http.Request) -> dict:
         path = request.path.split("?", 1)[0]
@@ -122,10 +127,10 @@ class CurrentTest:
             return self.on_run_start()
         if request.method == "POST" and path == "/v1/run/end":
             return self.on_run_end()
-        if request.method != "POST" or path not in ("/v1/test/start", "/v1/test/end"):
+        if request.method != "POST" or path not in ("/v1/test/start", "/v1/test/end", "/v1/test/played"):
             raise ControlError(
-                f"{request.method} {path} is not a control call; POST /v1/test/start, /v1/test/end, /v1/run/start "
-                "or /v1/run/end"
+                f"{request.method} {path} is not a control call; POST /v1/test/start, /v1/test/end, "
+                "/v1/test/played, /v1/run/start or /v1/run/end"
             )
         try:
             body = json.loads(request.get_content(strict=False) or b"{}")
@@ -134,6 +139,8 @@ class CurrentTest:
         test = body.get("test") if isinstance(body, dict) else None
         if not isinstance(test, str) or not test.strip():
             raise ControlError(f'{path} needs {{"test": "<test id>"}}, got {body!r:.200}')
+        if path == "/v1/test/played":
+            return self.on_played(test)
         if path == "/v1/test/end":
             ended = self.rules.test
             if ended != test:
@@ -147,6 +154,7 @@ class CurrentTest:
         for name, reason in ignored.items():
             log.warning(f"cassette control: test {test}: option {name!r} ignored: {reason}")
         self.rules, self.test_options = rules, options
+        self.played_wanted = body.get("played") is True
         self.on_start(test, bool(body.get("resume")))
         return {"test": test, "applied": applied, "ignored": ignored}
 
