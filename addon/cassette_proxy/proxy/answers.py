@@ -77,9 +77,11 @@ async def miss(
     return entry
 
 
-MISS_WAIT_SECONDS = 2.0
-"""The 409 waits this long at most for the closest-recording search (which stops itself after
-`miss.SEARCH_SECONDS`); past it the miss is answered without the closest recordings."""
+MISS_WAIT_SECONDS = 10.0
+"""The 409 waits this long at most for the closest-recording search, whatever goes wrong in it. The search stops
+itself after `miss.SEARCH_SECONDS` of CPU time; this wall-clock backstop is for what that cannot see (a stuck
+read, a worker process on a machine under heavy load, a bug of ours), so it leaves room for a loaded machine:
+past it the miss is answered without the closest recordings, and says so."""
 
 
 async def _bounded(search: Coroutine[Any, Any, list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], float | None]:
