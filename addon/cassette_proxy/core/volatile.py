@@ -10,6 +10,7 @@ the same id stays the same placeholder, two different ids stay different.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,10 +79,10 @@ class ValuePattern:
     needle: str = ""
     """Text every match contains, looked for before the expression runs: presets are on for every request, and
     a substring test is far cheaper than a regular expression over a long prompt. Empty: always run it."""
-    raw_needle: bytes = field(init=False, repr=False)
-    raw_fields: tuple[bytes, ...] | None = field(init=False, repr=False)
+    raw_needle: bytes = field(init=False, repr=False, compare=False)
+    raw_fields: tuple[bytes, ...] | None = field(init=False, repr=False, compare=False)
     """The needle, and the places' last keys as the ends of JSON object keys (`id"`), as `could_match` looks for them."""
-    by_shape: Mapping[tuple[str, ...], frozenset[str] | None] | None = field(init=False, repr=False)
+    by_shape: Mapping[tuple[str, ...], frozenset[str] | None] | None = field(init=False, repr=False, compare=False)
     """The places by shape: what the walk looks a value's path up in (types: any of the places' filters)."""
 
     def __post_init__(self) -> None:
@@ -177,6 +178,7 @@ def with_placeholders(
     if not patterns or (raw is not None and not could_match(raw, patterns)):
         return value
     seen: dict[str, str] = {}
+    on_the_way = _on_the_way(tuple(patterns))
 
     def replace(match: re.Match[str], label: str) -> str:
         text = match.group(0)
@@ -194,17 +196,37 @@ def with_placeholders(
                     item = new
             return item
         if isinstance(item, dict):
-            if replaced is None:
-                return {name: walk(item[name], (*shape, name), item, ()) for name in sorted(item)}
-            return {name: walk(item[name], (*shape, name), item, (*path, name)) for name in sorted(item)}
+            out = {}
+            for name in sorted(item):
+                inner = (*shape, name)
+                if on_the_way is not None and inner not in on_the_way:
+                    out[name] = item[name]  # no place below: a prompt or a tool's result is not walked
+                else:
+                    out[name] = walk(item[name], inner, item, (*path, name) if replaced is not None else ())
+            return out
         if isinstance(item, list):
             inner = (*shape, "*")
+            if on_the_way is not None and inner not in on_the_way:
+                return item
             if replaced is None:
                 return [walk(x, inner, holder, ()) for x in item]
             return [walk(x, inner, holder, (*path, i)) for i, x in enumerate(item)]
         return item
 
     return walk(value, (), {}, ())
+
+
+@functools.lru_cache(maxsize=16)
+def _on_the_way(patterns: tuple[ValuePattern, ...]) -> frozenset[tuple[str, ...]] | None:
+    """Every shape on the way to a place of the patterns, the places included: where the walk goes down; None
+    when a pattern has no places (it looks at every string value)."""
+    shapes: set[tuple[str, ...]] = set()
+    for pattern in patterns:
+        if pattern.places is None:
+            return None
+        for place in pattern.places:
+            shapes.update(place.shape[:n] for n in range(1, len(place.shape) + 1))
+    return frozenset(shapes)
 
 
 def _path_text(path: tuple[str | int, ...]) -> str:
