@@ -82,6 +82,7 @@ class Preset:
                     rule.needle if rule.label is None else rule.label,
                     tuple(parse_place(place) for place in rule.places),
                     rule.needle,
+                    preset=True,
                 )
                 for rule in self.rules
             ),

@@ -139,6 +139,9 @@ class Report:
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
     routes: dict[str, int] = field(default_factory=dict)
     """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
+    preset_values: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """Per cassette replayed or recorded: the values a framework preset keyed as a placeholder (`path`, `preset`,
+    `placeholder`, in the key's order): what the key did not see, so a user can check it was made up."""
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
     which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
@@ -175,6 +178,12 @@ class Report:
         """A cassette read or written for `test`; `count` names the test's counter to add one to (hits, recorded)."""
         with self._lock:
             self._used_by(test, cassette, count)
+
+    def presets_replaced(self, cassette: str, values: Sequence[Mapping[str, str]]) -> None:
+        """The values presets replaced in the request of `cassette` (key.preset_values, as JSON)."""
+        if values:
+            with self._lock:
+                self.preset_values[cassette] = [dict(v) for v in values]
 
     def missed(self, miss: Miss) -> None:
         with self._lock:
@@ -259,6 +268,7 @@ class Report:
             data["errors"] = [error.to_json() for error in self.errors]
             data["client_errors"] = dict(self.client_errors)
             data["routes"] = dict(self.routes)
+            data["preset_values"] = {name: list(values) for name, values in sorted(self.preset_values.items())}
             data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
             data["cassettes_used"] = sorted(self.cassettes_used)
             data["tests"] = {t: {**entry, "cassettes": sorted(entry["cassettes"])} for t, entry in self.tests.items()}
@@ -312,6 +322,7 @@ class Report:
             total.offline += report.offline
             total.errors += report.errors
             total.cassettes_used |= report.cassettes_used
+            total.preset_values.update(report.preset_values)
             for name in ("hits", "recorded"):
                 total.client_errors[name] += report.client_errors.get(name, 0)
             for route, n in report.routes.items():
@@ -349,6 +360,14 @@ class Report:
         if self.passthrough_hosts:
             hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
             lines.append(f"cassette: passed through to {hosts}")
+        if self.preset_values:
+            by_preset = Counter(v.get("preset", "?") for values in self.preset_values.values() for v in values)
+            lines.append(
+                f"cassette: framework presets keyed {sum(by_preset.values())} made-up values as placeholders in "
+                f"{len(self.preset_values)} cassettes ("
+                + ", ".join(f"{name} {n}" for name, n in sorted(by_preset.items()))
+                + "): each is listed under preset_values in the run report"
+            )
         not_recorded = Counter(e.reason or e.kind.value for e in self.errors if e.kind == ErrorKind.NOT_RECORDED)
         if not_recorded:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))

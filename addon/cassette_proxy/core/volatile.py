@@ -79,6 +79,8 @@ class ValuePattern:
     needle: str = ""
     """Text every match contains, looked for before the expression runs: presets are on for every request, and
     a substring test is far cheaper than a regular expression over a long prompt. Empty: always run it."""
+    preset: bool = False
+    """A framework preset's rule (`source` is the preset's name), not the user's own pattern."""
     raw_needle: bytes = field(init=False, repr=False, compare=False)
     raw_fields: tuple[bytes, ...] | None = field(init=False, repr=False, compare=False)
     """The needle, and the places' last keys as the ends of JSON object keys (`id"`), as `could_match` looks for them."""
@@ -118,6 +120,7 @@ class Replaced:
     path: str
     source: str
     placeholder: str
+    preset: bool = False
 
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "preset": self.source, "placeholder": self.placeholder}
@@ -192,7 +195,7 @@ def with_placeholders(
                 if pattern.needle in item and pattern.covers(shape, holder):
                     new = pattern.regex.sub(partial(replace, label=pattern.label), item)
                     if replaced is not None and new != item:
-                        replaced.append(Replaced(_path_text(path), pattern.source, new))
+                        replaced.append(Replaced(_path_text(path), pattern.source, new, pattern.preset))
                     item = new
             return item
         if isinstance(item, dict):
