@@ -127,6 +127,8 @@ class Report:
     telemetry: int = 0
     """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
     recorded, keyed or missed."""
+    telemetry_sinks: Counter[str] = field(default_factory=Counter)
+    """Telemetry requests by sink (`LangSmith`, `PostHog`, `Datadog agent`): counted apart from the model calls."""
     passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[Offline] = field(default_factory=list)
@@ -211,9 +213,11 @@ class Report:
         with self._lock:
             self.token_exchanges += 1
 
-    def telemetry_request(self) -> None:
+    def telemetry_request(self, sink: str = "") -> None:
         with self._lock:
             self.telemetry += 1
+            if sink:
+                self.telemetry_sinks[sink] += 1
 
     def started(self, mode: str, routes: Sequence[str] = ()) -> None:
         """The run's mode, and the routes it serves (listed even when no request takes them)."""
@@ -270,6 +274,7 @@ class Report:
             data["routes"] = dict(self.routes)
             data["preset_values"] = {name: list(values) for name, values in sorted(self.preset_values.items())}
             data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
+            data["telemetry_sinks"] = dict(sorted(self.telemetry_sinks.items()))
             data["cassettes_used"] = sorted(self.cassettes_used)
             data["tests"] = {t: {**entry, "cassettes": sorted(entry["cassettes"])} for t, entry in self.tests.items()}
             data["counts"] = self.counts()
@@ -287,6 +292,7 @@ class Report:
             report = cls(**{name: value for name, value in data.items() if name in known})
             report.errors = [ErrorEntry.from_json(error) for error in report.errors]
             report.passthrough_hosts = Counter(report.passthrough_hosts)
+            report.telemetry_sinks = Counter(report.telemetry_sinks)
             report.cassettes_used = set(report.cassettes_used)
             report.tests = {
                 test: {**entry, "cassettes": set(entry["cassettes"])} for test, entry in report.tests.items()
@@ -318,6 +324,7 @@ class Report:
             for name in COUNTERS:
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.passthrough_hosts.update(report.passthrough_hosts)
+            total.telemetry_sinks.update(report.telemetry_sinks)
             total.misses += report.misses
             total.offline += report.offline
             total.errors += report.errors
@@ -357,6 +364,9 @@ class Report:
         lines = [line]
         if len(self.routes) > 1:  # with a reverse route: shows a route its clients silently bypassed (`openai 0`)
             lines.append("cassette: routes: " + ", ".join(f"{name} {n}" for name, n in self.routes.items()))
+        if self.telemetry_sinks:
+            sinks = ", ".join(f"{name} {n}" for name, n in sorted(self.telemetry_sinks.items()))
+            lines.append(f"cassette: telemetry (never recorded): {sinks}")
         if self.passthrough_hosts:
             hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
             lines.append(f"cassette: passed through to {hosts}")
