@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import uuid
 
 import pytest
@@ -29,7 +30,7 @@ def run_key() -> str:
 
 
 def test_presets_are_all_on_by_default():
-    assert ON.frameworks == DEFAULT_FRAMEWORKS == ("langchain", "openai-agents", "pydantic-ai")
+    assert ON.frameworks == DEFAULT_FRAMEWORKS == ("langchain", "llm", "openai-agents", "pydantic-ai")
 
 
 def test_openai_agents_run_cache_key_keys_alike_across_runs_and_a_prompt_change_still_misses():
@@ -143,6 +144,8 @@ MADE_UP = {
     "pydantic-ai": lambda: f"pyd_ai_{uuid.uuid4().hex}",
     "langchain uuid": lambda: str(uuid.uuid4()),
     "langchain lc_": lambda: f"lc_{uuid.uuid4()}",
+    "llm-gemini": lambda: f"call_{uuid.uuid4().hex}",
+    "llm": lambda: "tc_" + "".join(random.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(26)),
 }
 
 
@@ -214,6 +217,19 @@ def test_the_run_cache_key_counts_only_at_the_top():
     assert key({"input": [{"prompt_cache_key": run_key()}]}) != key({"input": [{"prompt_cache_key": run_key()}]})
 
 
+def test_an_api_s_own_call_ids_still_count():
+    # OpenAI's `call_` + 24 letters and digits, Anthropic's `toolu_…`: not what llm-gemini makes up
+    def openai_id() -> str:
+        return "call_" + "".join(
+            random.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)
+        )
+
+    assert key(fresh(CHAT, openai_id)) != key(fresh(CHAT, openai_id))
+    assert key(fresh(ANTHROPIC, lambda: f"toolu_{uuid.uuid4().hex[:24]}")) != key(
+        fresh(ANTHROPIC, lambda: f"toolu_{uuid.uuid4().hex[:24]}")
+    )
+
+
 def test_a_prefix_inside_a_longer_id_still_counts():
     # pyd_ai_ as part of a longer value is not what pydantic-ai makes: a whole value only
     assert key(fresh(CHAT, lambda: f"pyd_ai_{uuid.uuid4().hex}_retry")) != key(
@@ -260,7 +276,7 @@ def test_only_one_preset_can_be_chosen_and_unknown_names_are_refused():
 
 
 def test_cassettes_name_their_presets_and_older_ones_had_none():
-    assert ON.to_json()["frameworks"] == ["langchain", "openai-agents", "pydantic-ai"]
+    assert ON.to_json()["frameworks"] == ["langchain", "llm", "openai-agents", "pydantic-ai"]
     older = {"keyed_with": {"recipe": 2, "ignore": [], "key_headers": [], "ignore_values": []}}
     assert recipe_of(older).frameworks == ()
 
@@ -275,6 +291,6 @@ def test_a_miss_names_the_presets_only_when_they_key_the_recording_otherwise(bod
                "body_format": "json", "body": body}  # fmt: skip
     note = ON.framework_difference(recipe_of({"keyed_with": {"recipe": 2}}), request)
     assert (
-        note == "recorded with different framework presets: [] → ['langchain', 'openai-agents', 'pydantic-ai']"
+        note == "recorded with different framework presets: [] → ['langchain', 'llm', 'openai-agents', 'pydantic-ai']"
     ) is noted
     assert note is None or noted

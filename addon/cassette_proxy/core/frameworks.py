@@ -1,7 +1,8 @@
 """Framework presets: the values agent frameworks make up on every run, keyed by shape, on by default.
 
 An agent framework sends values no API returned and no user wrote: openai-agents
-a fresh `prompt_cache_key` per run, pydantic-ai and LangChain fresh tool-call ids.
+a fresh `prompt_cache_key` per run, pydantic-ai, LangChain and simonw's llm (and
+its llm-gemini plugin) fresh tool-call ids.
 Keyed as sent, every run would miss, and the user would have to find each one in
 a 409 and write a rule. Each rule here is narrowed to where only the framework
 makes the value: the exact places in each API's request where the framework
@@ -92,6 +93,27 @@ class Preset:
 PRESETS = {
     preset.name: preset
     for preset in (
+        Preset(
+            "llm",
+            "tool-call ids call_<32 hex> (llm-gemini, when Gemini returns none) and tc_<ulid> (llm itself)",
+            (
+                Rule(
+                    "llm-gemini's tool-call id when Gemini returns a call without one",
+                    r"\Acall_[0-9a-f]{32}\Z",
+                    "call_",
+                    TOOL_CALL_ID_PLACES,
+                    'llm_gemini.py: `function_call.get("id") or f"call_{uuid4().hex}"`, sent back as '
+                    "function_call.id and function_response.id",
+                ),
+                Rule(
+                    "llm's tool-call id for a plugin's call that has none",
+                    r"\Atc_[0-9a-hjkmnp-tv-z]{26}\Z",
+                    "tc_",
+                    TOOL_CALL_ID_PLACES,
+                    'llm/models.py _ensure_tool_call_id(): `f"tc_{str(monotonic_ulid()).lower()}"`',
+                ),
+            ),
+        ),
         Preset(
             "openai-agents",
             "prompt_cache_key agents-sdk:run:<32 hex>, new each Runner.run()",
