@@ -1,8 +1,9 @@
 """The agent frameworks people use, as a newcomer runs them: no flags, no rules, record once, replay `--strict`.
 
 One application, with no proxy code, runs openai-agents (its tracing on, as by default), a pydantic-ai agent
-whose Gemini tool call comes back without an id (so pydantic-ai invents `pyd_ai_…`), and langchain-openai
-with few-shot tool examples (fresh UUIDs each run) and LangSmith tracing on. `cassette run --mode record`
+whose Gemini tool call comes back without an id (so pydantic-ai invents `pyd_ai_…`), langchain-openai
+with few-shot tool examples (fresh UUIDs each run) and LangSmith tracing on, an llm-gemini tool chain (the
+plugin invents `call_<32 hex>`), litellm with its LangSmith callback, and a PostHog client. `cassette run --mode record`
 records it against the fake upstream; `cassette run --strict`, with no key settings, replays it offline:
 every value these frameworks made up is keyed by its preset, and every trace export is answered as
 telemetry, never recorded, never a miss.
@@ -59,6 +60,12 @@ def forecast(city: str = "Paris") -> str:
 chain = simonw_llm.get_model("gemini-2.5-flash").chain("hello llm", tools=[forecast], key="fake-gemini-key")
 print("llm:", chain.text())
 
+import litellm
+
+litellm.success_callback = ["langsmith"]  # its LangSmith callback posts to /api/v1/runs/batch
+answer = litellm.completion(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "hello litellm"}])
+print("litellm:", answer.choices[0].message.content)
+
 from posthog import Posthog
 
 analytics = Posthog("phc_fake_project_key", host="https://us.i.posthog.com", sync_mode=True)
@@ -67,7 +74,7 @@ analytics.shutdown()
 """
 
 EXPECTED = ["agents: echo: hello agents", "pydantic-ai: echo: hello pydantic-ai", "langchain: echo: hello langchain",
-            "llm: echo: hello llm"]  # fmt: skip
+            "llm: echo: hello llm", "litellm: echo: hello litellm"]  # fmt: skip
 
 ENVIRONMENT = {
     "OPENAI_API_KEY": FAKE_OPENAI_KEY,
@@ -75,6 +82,7 @@ ENVIRONMENT = {
     "LANGSMITH_API_KEY": "lsv2_fake_DO_NOT_STORE_0123456789",
     "OPENAI_AGENTS_DISABLE_TRACING": "",  # tracing on, whatever the machine says
     "POSTHOG_DISABLED": "",
+    "LANGSMITH_BATCH_SIZE": "1",  # litellm's callback sends each run at once, not when its batch fills
 }
 
 
@@ -94,13 +102,14 @@ def test_openai_agents_pydantic_ai_langchain_and_llm_replay_strict_with_no_flags
         recorded = run(tmp_path, "--mode", "record", env={"CASSETTE_MITMDUMP_ARGS": redirect_args(upstream)})
     finally:
         upstream.stop()
-    # agents 1, pydantic-ai 2 (the tool call, then its result), langchain 1, llm 2; the traces are no recording
-    assert recorded["counts"]["recorded"] == 6
+    # agents 1, pydantic-ai 2 (the tool call, then its result), langchain 1, llm 2, litellm 1; no trace is recorded
+    assert recorded["counts"]["recorded"] == 7
+    assert recorded["passthrough_hosts"] == {}  # litellm's model map: the copy it ships (launch/client_env.py)
     assert recorded["counts"]["telemetry"] >= 3  # openai-agents' /v1/traces/ingest, LangSmith's runs, PostHog
     assert {"openai-agents traces", "LangSmith", "PostHog"} <= set(recorded["telemetry_sinks"])
     cassettes = {p.relative_to(tmp_path / "cassettes").as_posix(): p for p in (tmp_path / "cassettes").rglob("*.json")}
     assert sorted(name.rsplit("/", 1)[0] for name in cassettes) == [
-        "api.openai.com/v1/responses", "api.openai.com/v1/responses",
+        "api.openai.com/v1/chat/completions", "api.openai.com/v1/responses", "api.openai.com/v1/responses",
         "generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash_generateContent",
         "generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash_generateContent",
         "generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash_streamGenerateContent",
@@ -117,7 +126,7 @@ def test_openai_agents_pydantic_ai_langchain_and_llm_replay_strict_with_no_flags
     for _ in range(2):  # upstream stopped: anything not answered here fails; twice, each run making new ids
         replayed = run(tmp_path, "--strict", env={})
         counts = replayed["counts"]
-        assert (counts["hits"], counts["misses"], counts["upstream"], counts["offline"]) == (6, 0, 0, 0)
+        assert (counts["hits"], counts["misses"], counts["upstream"], counts["offline"]) == (7, 0, 0, 0)
         assert counts["telemetry"] >= 3 and replayed["telemetry_sinks"].get("PostHog", 0) >= 1
         # what the presets keyed is listed per cassette, each preset's own values in its own places
         keyed = {(v["preset"], v["path"]) for values in replayed["preset_values"].values() for v in values}
