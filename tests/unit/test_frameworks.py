@@ -173,6 +173,10 @@ def test_a_result_answering_another_call_still_misses(api):
     assert key(filled(api, A=a, B=b)) != key(filled(api, A=a, B=a))  # both calls answered by the first one's id
     crossed = json.loads(json.dumps(filled(api, A=a, B=b)).replace(a, "@").replace(b, a).replace("@", b))
     assert key(crossed) == key(filled(api, A=a, B=b))  # renaming both everywhere is the same conversation
+    text = json.dumps(filled(api, A=a, B=b))
+    cut = text.rindex(b)  # the second call's result: it comes after the call
+    never_made = json.loads(text[:cut] + MADE_UP["pydantic-ai"]() + text[cut + len(b) :])
+    assert key(never_made) != key(filled(api, A=a, B=b))  # a result answering a call never made
 
 
 # Look-alikes: the same made-up shape where the user, a tool or an API put it. Each must still count.
