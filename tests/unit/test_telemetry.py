@@ -33,6 +33,7 @@ SINKS = parse_sinks(True, [])
         ("POST", "127.0.0.1", "/evp_proxy/v2/api/v2/llmobs", "Datadog agent"),
         ("POST", "127.0.0.1", "/telemetry/proxy/api/v2/apmtelemetry", "Datadog agent"),
         ("POST", "llmobs-intake.datadoghq.com", "/api/v2/llmobs", "Datadog"),
+        ("POST", "datadog-agent", "/v1/traces", "Datadog agent"),  # its OTLP receiver
     ],
 )
 def test_the_known_sinks_are_recognised(method, host, path, sink):
@@ -53,6 +54,11 @@ def test_the_known_sinks_are_recognised(method, host, path, sink):
         ("POST", "api.smith.langchain.com", "/api/v1/runs/query"),
         ("GET", "localhost", "/v0.4/traces"),
         ("POST", "127.0.0.1", "/v1/chat/completions"),  # a local model server
+        (
+            "POST",
+            "127.0.0.1",
+            "/v1/traces",
+        ),  # OTLP on loopback: a collector of the suite's own, not known to be an agent
         ("POST", "traces.example.com", "/v0.4/traces"),  # an agent path on a host that is no agent's
     ],
 )

@@ -105,6 +105,9 @@ DEFAULT_SINKS = (
     *_sinks(
         "Datadog agent", "PUT POST", _DATADOG_AGENT, ["/v0.6/stats", "/telemetry/proxy/*", "/evp_proxy/*"], ACCEPTED
     ),
+    # The agent's OTLP receiver (port 4318): OpenTelemetry's exporters post through requests, which honours the
+    # proxy variables, while ddtrace's own writer (http.client) connects directly.
+    *_sinks("Datadog agent", "POST", _DATADOG_AGENT[2:], ["/v1/traces", "/v1/metrics", "/v1/logs"], OTLP),
     *_sinks("Datadog", "POST", _DATADOG_SITES, ["/api/v2/llmobs", "/api/v2/apmtelemetry"], ACCEPTED),
 )
 """The sinks answered unless `cassette_telemetry` is off."""
