@@ -94,3 +94,17 @@ def test_a_miss_names_the_preset_beside_its_placeholder(proxies, upstream):
     message = json.loads(flow.response.content)["error"]["message"]
     assert 'messages[3].tool_call_id: "pyd_ai_…#2" → "pyd_ai_…#1" (placeholder of preset pydantic-ai)' in message
     assert replay.done()["counts"]["misses"] == 1
+
+
+def test_worker_reports_merge_and_read_back_what_presets_keyed_and_the_sinks(tmp_path):
+    one, two = Report(), Report()
+    one.presets_replaced("a.json", PLACES[:1])
+    one.telemetry_request("PostHog")
+    two.presets_replaced("b.json", PLACES[1:2])
+    two.telemetry_request("PostHog")
+    two.telemetry_request("LangSmith")
+    two.write(tmp_path / "two.json")
+    merged = Report.merged([one, Report.read(tmp_path / "two.json")])
+    assert merged.preset_values == {"a.json": PLACES[:1], "b.json": PLACES[1:2]}
+    assert merged.telemetry_sinks == {"PostHog": 2, "LangSmith": 1} and merged.telemetry == 3
+    assert "cassette: telemetry (never recorded): LangSmith 1, PostHog 2" in merged.summary().splitlines()
