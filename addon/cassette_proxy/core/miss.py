@@ -146,7 +146,7 @@ def _preset_paths(request: dict[str, Any], recipe: Recipe) -> dict[str, str]:
 def _name_presets(
     entry: dict[str, Any], current: dict[str, str], root: Path, recipe: Recipe, read: Callable[[Path, Path], Any]
 ) -> None:
-    """A difference at a placeholder says which preset made it one (`"…#1" → "…#2" (placeholders of preset
+    """A difference at a placeholder says which preset made it one (`"…#1" → "…#2" (placeholder of preset
     langchain)`): a made-up value the preset replaced, whose pairing with the rest changed."""
     try:
         presets = {**_preset_paths(read(root / entry["cassette"], root)["request"], recipe), **current}
