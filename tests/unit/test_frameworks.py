@@ -137,7 +137,15 @@ def gemini(call: str, answer: str) -> dict:
     ]}  # fmt: skip
 
 
-APIS = {"chat": CHAT, "responses": RESPONSES, "anthropic": ANTHROPIC,
+BEDROCK = {"messages": [
+    {"role": "user", "content": [{"text": "weather?"}]},
+    {"role": "assistant", "content": [{"toolUse": {"toolUseId": "$A", "name": "weather", "input": {"city": "Paris"}}},
+                                      {"toolUse": {"toolUseId": "$B", "name": "weather", "input": {"city": "Rome"}}}]},
+    {"role": "user", "content": [{"toolResult": {"toolUseId": "$A", "content": [{"text": "sunny"}]}},
+                                 {"toolResult": {"toolUseId": "$B", "content": [{"text": "rainy"}]}}]},
+]}  # fmt: skip
+
+APIS = {"chat": CHAT, "responses": RESPONSES, "anthropic": ANTHROPIC, "bedrock": BEDROCK,
         "gemini": gemini("functionCall", "functionResponse"), "gemini-snake": gemini("function_call", "function_response")}  # fmt: skip
 
 MADE_UP = {
@@ -189,6 +197,10 @@ LOOKALIKES = {
         {"type": "tool_use", "id": "x", "name": "order", "input": {"id": "$A"}}]}]},
     "Anthropic tool result": {"messages": [{"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "x", "content": [{"type": "text", "text": "$A"}]}]}]},
+    "Bedrock tool input": {"messages": [{"role": "assistant", "content": [
+        {"toolUse": {"toolUseId": "x", "name": "order", "input": {"toolUseId": "$A"}}}]}]},
+    "Bedrock tool result": {"messages": [{"role": "user", "content": [
+        {"toolResult": {"toolUseId": "x", "content": [{"json": {"id": "$A"}}]}}]}]},
     "Anthropic block of another type": {"messages": [{"role": "user", "content": [
         {"type": "document", "id": "$A", "source": {"type": "text", "data": "d"}}]}]},
     "chat tool arguments": {"messages": [{"role": "assistant", "tool_calls": [

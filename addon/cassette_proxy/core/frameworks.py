@@ -43,6 +43,9 @@ TOOL_CALL_ID_PLACES = (
     "contents[].parts[].functionResponse.id",
     "contents[].parts[].function_call.id",
     "contents[].parts[].function_response.id",
+    # Amazon Bedrock Converse: a toolUse block and the toolResult answering it (langchain-aws, pydantic-ai)
+    "messages[].content[].toolUse.toolUseId",
+    "messages[].content[].toolResult.toolUseId",
 )
 """Where a tool call's id travels in each API's request, and nowhere else: not in a call's arguments (`input`,
 `args`, `arguments`), not in a tool's result (`content`, `response`, `output`), not in metadata or a schema."""
