@@ -50,6 +50,7 @@ def test_a_trace_export_is_answered_offline_in_replay_and_is_no_miss(proxy, host
     addon = proxy(flow)
     assert flow.response.status_code == 200 and flow.response.headers["x-cassette-telemetry"] == "answered offline"
     assert addon.report.telemetry == 1
+    assert addon.report.telemetry_sinks == {"openai-agents traces" if host == "api.openai.com" else "LangSmith": 1}
     assert addon.report.counts() | {"telemetry": 0} == dict.fromkeys(addon.report.counts(), 0)
     assert addon.report.strict_failures() == []
     assert not (tmp_path / "cassettes").exists()

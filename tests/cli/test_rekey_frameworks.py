@@ -40,7 +40,7 @@ def test_rekey_gives_a_cassette_from_before_the_presets_all_of_them(tmp_path, ca
     assert main(["rekey", "--dir", str(tmp_path)]) == 0
     assert "1 moved" in capsys.readouterr().out
     new = only_cassette(tmp_path)
-    assert new["keyed_with"]["frameworks"] == ["langchain", "openai-agents", "pydantic-ai"]
+    assert new["keyed_with"]["frameworks"] == ["langchain", "llm", "openai-agents", "pydantic-ai"]
     # the key a run with the default presets computes for a new uuid: the recording now hits
     assert new["key"] == stored_key(tool_example_cassette(str(uuid.uuid4()))["request"], make_recipe()) != old["key"]
 

@@ -24,7 +24,8 @@ paths (`/model/<id>/converse`, `/invoke`, `/converse-stream`,
 event-stream frames with valid CRCs (`application/vnd.amazon.eventstream`).
 Gemini and Vertex AI `…:generateContent` answer a `candidates` JSON (a `functionCall` without an id, as
 Gemini answers, for the first declared function while no function response came back),
-`…:streamGenerateContent?alt=sse` a `data:` line per word, as google-genai reads them. The Responses API
+`…:streamGenerateContent?alt=sse` a `data:` line per word, as google-genai reads them, and without
+`alt=sse` a JSON array of one such answer (as llm-gemini reads it). The Responses API
 and Ollama's `/api/chat` answer whole JSON too when not streamed. An OAuth token endpoint (a path ending in
 `/token`) answers a live-looking token, `LIVE_TOKEN`, which the proxy must never store or log;
 `GET /<tenant>/v2.0/.well-known/openid-configuration` the discovery document MSAL reads first. Stream
@@ -183,7 +184,8 @@ def gemini_tool_call(body: dict) -> dict | None:
     tools and its last turn is not a function response; else None (answer with text)."""
     declared = [f for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []]
     last = (body.get("contents") or [{}])[-1]
-    if not declared or any("functionResponse" in part for part in last.get("parts") or []):
+    answered = ("functionResponse", "function_response")  # camelCase from google-genai, snake_case from llm-gemini
+    if not declared or any(name in part for part in last.get("parts") or [] for name in answered):
         return None
     call = {"functionCall": {"name": declared[0]["name"], "args": {}}}
     return {**gemini_response(""), "candidates": [{"content": {"role": "model", "parts": [call]}, "index": 0,
@@ -530,6 +532,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_stream(responses_stream(body, text), "text/event-stream", count)
         elif isinstance(body, dict) and body.get("stream") is True and path.endswith("/messages"):
             self.send_stream(anthropic_stream(body, text, error), "text/event-stream", count)
+        elif path.endswith(":streamGenerateContent") and "alt=sse" not in self.path:
+            # without alt=sse, a JSON array of responses (llm-gemini reads it with ijson)
+            self.send_json(200, [gemini_tool_call(body) or gemini_response(text)], count)
         elif path.endswith(":streamGenerateContent"):
             self.send_stream(gemini_stream(text), "text/event-stream", count)
         elif path.endswith(":generateContent"):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
 import uuid
 
 import pytest
 from cassette_proxy.core.frameworks import DEFAULT_FRAMEWORKS, parse_frameworks
 from cassette_proxy.core.key import RequestFacts, request_key
 from cassette_proxy.core.recipe import make_recipe, recipe_of, stored_key
+from cassette_proxy.core.volatile import Replaced, with_placeholders
 
 ON = make_recipe()
 OFF = make_recipe(frameworks=())
@@ -28,7 +30,7 @@ def run_key() -> str:
 
 
 def test_presets_are_all_on_by_default():
-    assert ON.frameworks == DEFAULT_FRAMEWORKS == ("langchain", "openai-agents", "pydantic-ai")
+    assert ON.frameworks == DEFAULT_FRAMEWORKS == ("langchain", "llm", "openai-agents", "pydantic-ai")
 
 
 def test_openai_agents_run_cache_key_keys_alike_across_runs_and_a_prompt_change_still_misses():
@@ -90,14 +92,177 @@ def test_a_uuid_the_user_chose_still_counts():
     )
 
 
-def test_langchain_prefixed_ids_key_alike():
-    def body(block_id: str) -> dict:
-        return {"input": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "id": block_id}]}],
-                "metadata": {"image": f"lc-image-{uuid.uuid4().hex}"}}  # fmt: skip
+def test_langchain_run_ids_key_alike_where_langchain_sends_them_and_their_index_counts():
+    def body(item_id: str) -> dict:
+        return {"input": [{"type": "message", "role": "assistant", "id": item_id,
+                           "content": [{"type": "output_text", "text": "hi"}]}]}  # fmt: skip
 
     assert key(body(f"lc_{uuid.uuid4()}")) == key(body(f"lc_{uuid.uuid4()}"))
     assert key(body(f"lc_run-{uuid.uuid4()}-0")) == key(body(f"lc_run-{uuid.uuid4()}-0"))
     assert key(body(f"lc_run-{uuid.uuid4()}-0")) != key(body(f"lc_run-{uuid.uuid4()}-1"))  # the index is not made up
+
+
+# One request per API, `$A` and `$B` standing for two values a framework made up (two tool calls).
+CHAT = {"model": "m", "messages": [
+    {"role": "user", "content": "weather?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "$A", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "$B", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+    {"role": "tool", "tool_call_id": "$A", "content": "sunny"},
+    {"role": "tool", "tool_call_id": "$B", "content": "rainy"},
+]}  # fmt: skip
+RESPONSES = {"model": "m", "input": [
+    {"role": "user", "content": "weather?"},
+    {"type": "function_call", "call_id": "$A", "name": "weather", "arguments": "{}"},
+    {"type": "function_call", "call_id": "$B", "name": "weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "$A", "output": "sunny"},
+    {"type": "function_call_output", "call_id": "$B", "output": "rainy"},
+]}  # fmt: skip
+ANTHROPIC = {"model": "m", "max_tokens": 10, "messages": [
+    {"role": "user", "content": "weather?"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "$A", "name": "weather", "input": {"city": "Paris"}},
+                                      {"type": "tool_use", "id": "$B", "name": "weather", "input": {"city": "Rome"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "$A", "content": "sunny"},
+                                 {"type": "tool_result", "tool_use_id": "$B", "content": "rainy"}]},
+]}  # fmt: skip
+
+
+def gemini(call: str, answer: str) -> dict:
+    return {"contents": [
+        {"role": "user", "parts": [{"text": "weather?"}]},
+        {"role": "model", "parts": [{call: {"id": "$A", "name": "weather", "args": {"city": "Paris"}}},
+                                    {call: {"id": "$B", "name": "weather", "args": {"city": "Rome"}}}]},
+        {"role": "user", "parts": [{answer: {"id": "$A", "name": "weather", "response": {"output": "sunny"}}},
+                                   {answer: {"id": "$B", "name": "weather", "response": {"output": "rainy"}}}]},
+    ]}  # fmt: skip
+
+
+BEDROCK = {"messages": [
+    {"role": "user", "content": [{"text": "weather?"}]},
+    {"role": "assistant", "content": [{"toolUse": {"toolUseId": "$A", "name": "weather", "input": {"city": "Paris"}}},
+                                      {"toolUse": {"toolUseId": "$B", "name": "weather", "input": {"city": "Rome"}}}]},
+    {"role": "user", "content": [{"toolResult": {"toolUseId": "$A", "content": [{"text": "sunny"}]}},
+                                 {"toolResult": {"toolUseId": "$B", "content": [{"text": "rainy"}]}}]},
+]}  # fmt: skip
+
+APIS = {"chat": CHAT, "responses": RESPONSES, "anthropic": ANTHROPIC, "bedrock": BEDROCK,
+        "gemini": gemini("functionCall", "functionResponse"), "gemini-snake": gemini("function_call", "function_response")}  # fmt: skip
+
+MADE_UP = {
+    "pydantic-ai": lambda: f"pyd_ai_{uuid.uuid4().hex}",
+    "langchain uuid": lambda: str(uuid.uuid4()),
+    "langchain lc_": lambda: f"lc_{uuid.uuid4()}",
+    "llm-gemini": lambda: f"call_{uuid.uuid4().hex}",
+    "llm": lambda: "tc_" + "".join(random.choice("0123456789abcdefghjkmnpqrstvwxyz") for _ in range(26)),
+}
+
+
+def filled(template: object, **values: str) -> object:
+    text = json.dumps(template)
+    for name, value in values.items():
+        text = text.replace(f'"${name}"', json.dumps(value))
+    return json.loads(text)
+
+
+def fresh(template: object, make=MADE_UP["pydantic-ai"]) -> object:
+    return filled(template, A=make(), B=make())
+
+
+@pytest.mark.parametrize("make", MADE_UP.values(), ids=MADE_UP.keys())
+@pytest.mark.parametrize("api", APIS.values(), ids=APIS.keys())
+def test_made_up_tool_call_ids_in_every_api_s_id_fields_key_alike_across_runs(api, make):
+    assert key(fresh(api, make)) == key(fresh(api, make))
+    assert key(fresh(api, make), OFF) != key(fresh(api, make), OFF)
+
+
+@pytest.mark.parametrize("api", APIS.values(), ids=APIS.keys())
+def test_a_result_answering_another_call_still_misses(api):
+    a, b = MADE_UP["pydantic-ai"](), MADE_UP["pydantic-ai"]()
+    assert key(filled(api, A=a, B=b)) != key(filled(api, A=a, B=a))  # both calls answered by the first one's id
+    crossed = json.loads(json.dumps(filled(api, A=a, B=b)).replace(a, "@").replace(b, a).replace("@", b))
+    assert key(crossed) == key(filled(api, A=a, B=b))  # renaming both everywhere is the same conversation
+    text = json.dumps(filled(api, A=a, B=b))
+    cut = text.rindex(b)  # the second call's result: it comes after the call
+    never_made = json.loads(text[:cut] + MADE_UP["pydantic-ai"]() + text[cut + len(b) :])
+    assert key(never_made) != key(filled(api, A=a, B=b))  # a result answering a call never made
+
+
+# Look-alikes: the same made-up shape where the user, a tool or an API put it. Each must still count.
+LOOKALIKES = {
+    "Gemini tool argument": {"contents": [{"role": "model", "parts": [
+        {"functionCall": {"id": "x", "name": "order", "args": {"id": "$A"}}}]}]},
+    "Gemini tool result": {"contents": [{"role": "user", "parts": [
+        {"functionResponse": {"id": "x", "name": "order", "response": {"id": "$A"}}}]}]},
+    "Anthropic tool input": {"messages": [{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "x", "name": "order", "input": {"id": "$A"}}]}]},
+    "Anthropic tool result": {"messages": [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "x", "content": [{"type": "text", "text": "$A"}]}]}]},
+    "Bedrock tool input": {"messages": [{"role": "assistant", "content": [
+        {"toolUse": {"toolUseId": "x", "name": "order", "input": {"toolUseId": "$A"}}}]}]},
+    "Bedrock tool result": {"messages": [{"role": "user", "content": [
+        {"toolResult": {"toolUseId": "x", "content": [{"json": {"id": "$A"}}]}}]}]},
+    "Anthropic block of another type": {"messages": [{"role": "user", "content": [
+        {"type": "document", "id": "$A", "source": {"type": "text", "data": "d"}}]}]},
+    "chat tool arguments": {"messages": [{"role": "assistant", "tool_calls": [
+        {"id": "x", "type": "function", "function": {"name": "order", "arguments": {"id": "$A"}}}]}]},
+    "chat tool result": {"messages": [{"role": "tool", "tool_call_id": "x", "content": "$A"}]},
+    "Responses call arguments": {"input": [{"type": "function_call", "call_id": "x", "name": "o", "arguments": "$A"}]},
+    "Responses item of another type": {"input": [{"type": "web_search_call", "call_id": "$A"}]},
+    "user metadata": {"metadata": {"id": "$A", "call_id": "$A", "tool_call_id": "$A"}},
+    "a nested id anywhere": {"messages": [{"role": "user", "content": "hi"}], "extra": {"data": {"id": "$A"}}},
+    "schema": {"tools": [{"type": "function", "function": {"name": "o", "parameters": {
+        "type": "object", "properties": {"id": {"type": "string", "default": "$A"}}}}}]},
+    "prompt text": {"messages": [{"role": "user", "content": "$A"}]},
+    "a message's own id": {"messages": [{"role": "user", "content": "hi", "id": "$A"}]},
+    "prompt_cache_key below the top": {"metadata": {"prompt_cache_key": "$A"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "make",
+    [*MADE_UP.values(), lambda: f"agents-sdk:run:{uuid.uuid4().hex}"],
+    ids=[*MADE_UP.keys(), "openai-agents"],
+)
+@pytest.mark.parametrize("body", LOOKALIKES.values(), ids=LOOKALIKES.keys())
+def test_a_made_up_shape_outside_the_framework_s_places_still_counts(body, make):
+    assert key(fresh(body, make)) != key(fresh(body, make))
+
+
+def test_the_run_cache_key_counts_only_at_the_top():
+    assert key({"prompt_cache_key": run_key()}) == key({"prompt_cache_key": run_key()})
+    assert key({"input": [{"prompt_cache_key": run_key()}]}) != key({"input": [{"prompt_cache_key": run_key()}]})
+
+
+def test_an_api_s_own_call_ids_still_count():
+    # OpenAI's `call_` + 24 letters and digits, Anthropic's `toolu_…`: not what llm-gemini makes up
+    def openai_id() -> str:
+        return "call_" + "".join(
+            random.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)
+        )
+
+    assert key(fresh(CHAT, openai_id)) != key(fresh(CHAT, openai_id))
+    assert key(fresh(ANTHROPIC, lambda: f"toolu_{uuid.uuid4().hex[:24]}")) != key(
+        fresh(ANTHROPIC, lambda: f"toolu_{uuid.uuid4().hex[:24]}")
+    )
+
+
+def test_a_prefix_inside_a_longer_id_still_counts():
+    # pyd_ai_ as part of a longer value is not what pydantic-ai makes: a whole value only
+    assert key(fresh(CHAT, lambda: f"pyd_ai_{uuid.uuid4().hex}_retry")) != key(
+        fresh(CHAT, lambda: f"pyd_ai_{uuid.uuid4().hex}_retry")
+    )
+
+
+def test_what_a_preset_replaced_is_named_by_path_and_preset():
+    a, b = f"pyd_ai_{uuid.uuid4().hex}", str(uuid.uuid4())
+    replaced: list[Replaced] = []
+    with_placeholders(filled(APIS["gemini"], A=a, B=b), ON.patterns, None, replaced)
+    assert [r.to_json() for r in replaced] == [
+        {"path": "contents[1].parts[0].functionCall.id", "preset": "pydantic-ai", "placeholder": "pyd_ai_…#1"},
+        {"path": "contents[1].parts[1].functionCall.id", "preset": "langchain", "placeholder": "…#2"},
+        {"path": "contents[2].parts[0].functionResponse.id", "preset": "pydantic-ai", "placeholder": "pyd_ai_…#1"},
+        {"path": "contents[2].parts[1].functionResponse.id", "preset": "langchain", "placeholder": "…#2"},
+    ]
 
 
 def test_an_escaped_spelling_keys_like_the_plain_one():
@@ -127,7 +292,7 @@ def test_only_one_preset_can_be_chosen_and_unknown_names_are_refused():
 
 
 def test_cassettes_name_their_presets_and_older_ones_had_none():
-    assert ON.to_json()["frameworks"] == ["langchain", "openai-agents", "pydantic-ai"]
+    assert ON.to_json()["frameworks"] == ["langchain", "llm", "openai-agents", "pydantic-ai"]
     older = {"keyed_with": {"recipe": 2, "ignore": [], "key_headers": [], "ignore_values": []}}
     assert recipe_of(older).frameworks == ()
 
@@ -142,6 +307,6 @@ def test_a_miss_names_the_presets_only_when_they_key_the_recording_otherwise(bod
                "body_format": "json", "body": body}  # fmt: skip
     note = ON.framework_difference(recipe_of({"keyed_with": {"recipe": 2}}), request)
     assert (
-        note == "recorded with different framework presets: [] → ['langchain', 'openai-agents', 'pydantic-ai']"
+        note == "recorded with different framework presets: [] → ['langchain', 'llm', 'openai-agents', 'pydantic-ai']"
     ) is noted
     assert note is None or noted

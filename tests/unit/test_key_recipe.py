@@ -214,7 +214,7 @@ def test_a_recipe_stores_resolved_expressions():
     recipe = make_recipe(["metadata"], ["Anthropic-Version"], ["pydantic-ai"])
     assert recipe.to_json() == {"recipe": 2, "ignore": ["metadata"], "key_headers": ["anthropic-version"],
                                 "ignore_values": [PRESETS["pydantic-ai"]],
-                                "frameworks": ["langchain", "openai-agents", "pydantic-ai"]}  # fmt: skip
+                                "frameworks": ["langchain", "llm", "openai-agents", "pydantic-ai"]}  # fmt: skip
     assert parse_value_patterns(recipe.ignore_values)[0].label == "pyd_ai_"
 
 

@@ -107,3 +107,14 @@ def test_reverse_requests_are_named_by_listener_port_else_by_upstream():
     assert table.route(named) == "ollama"
     assert table.route(unnamed) == "reverse:https://api.openai.com"
     assert table.names() == ["forward", "ollama"]
+
+
+def test_litellm_keeps_to_the_model_map_it_ships_unless_the_user_says_otherwise():
+    def env(environ: dict) -> dict:
+        return client_env.client_environment(
+            environ, proxy_url="http://127.0.0.1:1", ca_bundle=Path("/nonexistent"), controlled_hosts=[],
+            mode="replay", notice_file=Path("/nonexistent"), base_urls={},
+        )  # fmt: skip
+
+    assert env({})["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert env({"LITELLM_LOCAL_MODEL_COST_MAP": "False"})["LITELLM_LOCAL_MODEL_COST_MAP"] == "False"

@@ -23,6 +23,17 @@ SINKS = parse_sinks(True, [])
         ("POST", "logfire-us.pydantic.dev", "/v1/traces", "Logfire"),
         ("GET", "logfire-eu.pydantic.dev", "/v1/info", "Logfire"),
         ("POST", "API.OpenAI.com", "/v1/traces/ingest?x=1", "openai-agents traces"),
+        ("POST", "api.smith.langchain.com", "/api/v1/runs/batch", "LangSmith"),  # litellm's callback
+        ("PATCH", "api.smith.langchain.com", "/api/v1/runs/0f3c0b8e", "LangSmith"),
+        ("POST", "us.i.posthog.com", "/batch/", "PostHog"),
+        ("POST", "eu.i.posthog.com", "/capture/", "PostHog"),
+        ("POST", "us.i.posthog.com", "/i/v0/ai/batch/", "PostHog"),
+        ("PUT", "localhost", "/v0.4/traces", "Datadog agent"),
+        ("POST", "datadog-agent", "/v0.5/traces", "Datadog agent"),
+        ("POST", "127.0.0.1", "/evp_proxy/v2/api/v2/llmobs", "Datadog agent"),
+        ("POST", "127.0.0.1", "/telemetry/proxy/api/v2/apmtelemetry", "Datadog agent"),
+        ("POST", "llmobs-intake.datadoghq.com", "/api/v2/llmobs", "Datadog"),
+        ("POST", "datadog-agent", "/v1/traces", "Datadog agent"),  # its OTLP receiver
     ],
 )
 def test_the_known_sinks_are_recognised(method, host, path, sink):
@@ -39,6 +50,16 @@ def test_the_known_sinks_are_recognised(method, host, path, sink):
         ("GET", "api.smith.langchain.com", "/commits/hwchase17/react/latest"),  # a prompt from the hub: data
         ("GET", "cloud.langfuse.com", "/api/public/v2/prompts/greeting"),
         ("POST", "evil.example", "/v1/traces/ingest"),
+        ("POST", "us.i.posthog.com", "/flags/"),  # feature flags a test reads: data
+        ("POST", "api.smith.langchain.com", "/api/v1/runs/query"),
+        ("GET", "localhost", "/v0.4/traces"),
+        ("POST", "127.0.0.1", "/v1/chat/completions"),  # a local model server
+        (
+            "POST",
+            "127.0.0.1",
+            "/v1/traces",
+        ),  # OTLP on loopback: a collector of the suite's own, not known to be an agent
+        ("POST", "traces.example.com", "/v0.4/traces"),  # an agent path on a host that is no agent's
     ],
 )
 def test_model_calls_and_the_data_a_test_reads_are_not_sinks(method, host, path):
@@ -71,4 +92,14 @@ def test_each_client_gets_the_success_it_reads():
     assert set(info) == {"project_name", "project_url"}  # what logfire's from_token() reads
     status, _, body = answer(SINKS.match("POST", "cloud.langfuse.com", "/api/public/ingestion"), "application/json")
     assert (status, json.loads(body)) == (207, {"successes": [], "errors": []})
+    assert headers["x-cassette-telemetry"] == "answered offline"
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "body"),
+    [("us.i.posthog.com", "/batch/", {"status": 1}), ("localhost", "/v0.4/traces", {"rate_by_service": {}})],
+)
+def test_posthog_and_the_datadog_agent_get_the_answer_their_clients_read(host, path, body):
+    status, headers, content = answer(SINKS.match("POST", host, path), "application/json")
+    assert (status, json.loads(content)) == (200, body)
     assert headers["x-cassette-telemetry"] == "answered offline"

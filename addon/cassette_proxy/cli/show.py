@@ -10,6 +10,7 @@ from ..core.cassette_file import CassetteError, folder_for, load
 from ..core.conversation import conversation_from
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
+from ..core.recipe import RecipeError, recorded_preset_values
 from ..core.session_conversation import session_lines
 from ..core.session_file import is_session
 from ..core.summary import one_line as short
@@ -32,6 +33,7 @@ def show_text(path: Path, root: Path) -> str:
     if is_session(cassette):  # a WebSocket session: its turns, not a response body
         return "\n".join([*lines, *session_lines(cassette)])
     lines.append(f"model:     {asked.model or '-'}")
+    lines += preset_lines(cassette)
     turns = turn_lines(conversation_from(request))
     lines += ["messages:"] + [f"  {role}: {short(text, 200)}" for role, text in turns] if turns else []
     lines += [
@@ -41,6 +43,19 @@ def show_text(path: Path, root: Path) -> str:
         *(f"  {line}" for line in (answered.content or "(no text)").splitlines()),
     ]  # fmt: skip
     return "\n".join(lines)
+
+
+def preset_lines(cassette: dict) -> list[str]:
+    """What the framework presets keyed as placeholders in the request: each value the key did not see."""
+    try:
+        replaced = recorded_preset_values(cassette)
+    except (ValueError, RecipeError) as e:
+        return [f"presets:   cannot tell ({e})"]
+    if not replaced:
+        return []
+    return ["presets:   keyed as placeholders, not as sent:"] + [
+        f"  {r.path}: {r.placeholder} (preset {r.source})" for r in replaced
+    ]
 
 
 def find(target: str, root: Path) -> list[Path]:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote_plus, urlencode
 
 from .fast_json import decoder, encoder
-from .volatile import ValuePattern, with_placeholders
+from .volatile import Replaced, ValuePattern, could_match, with_placeholders
 
 RECIPE_VERSION = 2
 """The key recipe documented in docs/key.md; stored with every cassette (`keyed_with.recipe`).
@@ -306,6 +306,22 @@ def canonical_body(
     return {"sha256": hashlib.sha256(body).hexdigest()}
 
 
+def preset_values(
+    facts: RequestFacts, ignore: Sequence[Sequence[str]] = (), values: Sequence[ValuePattern] = ()
+) -> tuple[Replaced, ...]:
+    """The values the framework presets among `values` replace in the body, as the key sees it (ignored paths
+    left out): where, by which preset. What the run report, a miss and `cassette show` name."""
+    presets = [pattern for pattern in values if pattern.preset]
+    if not presets or not could_match(facts.body, presets):
+        return ()
+    is_json, value = parse_json_for_key(facts.body)
+    if not is_json:
+        return ()
+    replaced: list[Replaced] = []
+    with_placeholders(without_paths(value, ignore), values, None, replaced)
+    return tuple(r for r in replaced if r.preset)
+
+
 def multipart_parts(body: bytes, content_type: str) -> list[dict[str, str]] | None:
     """The parts of a multipart body without the random boundary, or None if it does not parse.
 
@@ -401,6 +417,23 @@ class KeyCache:
         self.size = size
         self.max_body = max_body
         self._keys: dict[ExactFacts, str] = {}
+        self._presets: dict[ExactFacts, tuple[Replaced, ...]] = {}
+        self._preset_patterns = tuple(pattern for pattern in values if pattern.preset)
+
+    def preset_values(self, facts: RequestFacts) -> tuple[Replaced, ...]:
+        """`preset_values` under this cache's recipe, kept like the keys: a suite repeats its requests."""
+        if not self._preset_patterns or not could_match(facts.body, self._preset_patterns):  # nearly every request
+            return ()
+        if len(facts.body) > self.max_body:
+            return preset_values(facts, self.ignore, self.values)
+        exact = exact_facts(facts)
+        found = self._presets.get(exact)
+        if found is None:
+            found = preset_values(facts, self.ignore, self.values)
+            if len(self._presets) >= self.size:
+                del self._presets[next(iter(self._presets))]
+            self._presets[exact] = found
+        return found
 
     def key(self, facts: RequestFacts) -> str:
         if len(facts.body) > self.max_body:

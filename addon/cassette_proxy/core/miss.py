@@ -21,10 +21,10 @@ from .cassette_file import CassetteError, load
 from .diff import differences, shown
 from .endpoint_index import EndpointIndexes
 from .errors import error_body
-from .key import RECIPE_VERSION
+from .key import RECIPE_VERSION, preset_values
 from .per_test import test_dir
 from .random_values import only_random_changes
-from .recipe import Recipe, recipe_of, stored_identity
+from .recipe import Recipe, facts_of, recipe_of, stored_identity
 
 MAX_CANDIDATES = 200
 """Cassettes of the same endpoint compared on a miss (newest first); bounds the miss path on large folders."""
@@ -134,12 +134,40 @@ def closest(
         elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe, newest, read, deadline)
         if elsewhere is not None:
             nearest = [elsewhere, *nearest[: MAX_CLOSEST - 1]]
+    current_presets = _preset_paths(request, recipe)
     for entry in nearest:
         del entry["same_body"]
+        _name_presets(entry, current_presets, root, recipe, read)
         diff = entry["differences"]
         if len(diff) > MAX_DIFFERENCES:
             entry["differences"] = [*diff[:MAX_DIFFERENCES], f"… and {len(diff) - MAX_DIFFERENCES} more"]
     return nearest
+
+
+def _preset_paths(request: dict[str, Any], recipe: Recipe) -> dict[str, str]:
+    """Field path → the framework preset that keyed the value there as a placeholder."""
+    try:
+        return {r.path: r.source for r in preset_values(facts_of(request), recipe.paths, recipe.patterns)}
+    except ValueError:
+        return {}
+
+
+def _name_presets(
+    entry: dict[str, Any], current: dict[str, str], root: Path, recipe: Recipe, read: Callable[[Path, Path], Any]
+) -> None:
+    """A difference at a placeholder says which preset made it one (`"…#1" → "…#2" (placeholder of preset
+    langchain)`): a made-up value the preset replaced, whose pairing with the rest changed."""
+    try:
+        presets = {**_preset_paths(read(root / entry["cassette"], root)["request"], recipe), **current}
+    except (OSError, CassetteError, ValueError, KeyError, TypeError):
+        presets = current
+    if presets:
+        entry["differences"] = [_with_preset(line, presets) for line in entry["differences"]]
+
+
+def _with_preset(line: str, presets: dict[str, str]) -> str:
+    preset = presets.get(line.partition(": ")[0])
+    return f"{line} (placeholder of preset {preset})" if preset else line
 
 
 def _compare(

@@ -19,8 +19,17 @@ from urllib.parse import parse_qsl, urlsplit
 from .cassette_file import body_fields, decode_body
 from .defaults import DEFAULT_KEY_HEADERS
 from .frameworks import DEFAULT_FRAMEWORKS, framework_patterns, parse_frameworks
-from .key import DEFAULT_PORTS, RECIPE_VERSION, RequestFacts, identity, key_of, parse_ignore_paths, public_url
-from .volatile import ValuePattern, expressions, parse_value_patterns
+from .key import (
+    DEFAULT_PORTS,
+    RECIPE_VERSION,
+    RequestFacts,
+    identity,
+    key_of,
+    parse_ignore_paths,
+    preset_values,
+    public_url,
+)
+from .volatile import Replaced, ValuePattern, expressions, parse_value_patterns
 
 
 class RecipeError(ValueError):
@@ -188,6 +197,17 @@ def facts_of(request: Mapping[str, Any]) -> RequestFacts:
 def stored_identity(request: Mapping[str, Any], recipe: Recipe) -> dict[str, Any]:
     """The identity of a stored request under `recipe` (what its key would be hashed from)."""
     return identity(facts_of(request), recipe.key_headers, recipe.paths, recipe.patterns)
+
+
+def recorded_preset_values(cassette: Mapping[str, Any]) -> list[Replaced]:
+    """The values the framework presets a cassette names (`keyed_with.frameworks`) replace in its request: what
+    its key did not see. Its own value patterns are not run (a cassette is untrusted input); they apply after
+    the presets and change nothing of what a preset replaced. ValueError for a cassette that does not say."""
+    recorded = recipe_of(cassette)
+    if recorded is None:
+        return []
+    recipe = make_recipe(recorded.ignore, recorded.key_headers, (), recorded.frameworks)
+    return list(preset_values(facts_of(cassette["request"]), recipe.paths, recipe.patterns))
 
 
 def stored_key(request: Mapping[str, Any], recipe: Recipe) -> str:

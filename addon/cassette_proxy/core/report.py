@@ -128,6 +128,8 @@ class Report:
     telemetry: int = 0
     """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
     recorded, keyed or missed."""
+    telemetry_sinks: Counter[str] = field(default_factory=Counter)
+    """Telemetry requests by sink (`LangSmith`, `PostHog`, `Datadog agent`): counted apart from the model calls."""
     passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[Offline] = field(default_factory=list)
@@ -140,6 +142,9 @@ class Report:
     """Cassettes this run read or wrote (relative paths): what `cassette prune` keeps."""
     routes: dict[str, int] = field(default_factory=dict)
     """Requests per route: `forward` and each reverse listener's name, listed even when no request took it."""
+    preset_values: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """Per cassette replayed or recorded: the values a framework preset keyed as a placeholder (`path`, `preset`,
+    `placeholder`, in the key's order): what the key did not see, so a user can check it was made up."""
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
     which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
@@ -177,6 +182,12 @@ class Report:
         with self._lock:
             self._used_by(test, cassette, count)
 
+    def presets_replaced(self, cassette: str, values: Sequence[Mapping[str, str]]) -> None:
+        """The values presets replaced in the request of `cassette` (key.preset_values, as JSON)."""
+        if values:
+            with self._lock:
+                self.preset_values[cassette] = [dict(v) for v in values]
+
     def missed(self, miss: Miss) -> None:
         with self._lock:
             self.misses.append(miss)
@@ -203,9 +214,11 @@ class Report:
         with self._lock:
             self.token_exchanges += 1
 
-    def telemetry_request(self) -> None:
+    def telemetry_request(self, sink: str = "") -> None:
         with self._lock:
             self.telemetry += 1
+            if sink:
+                self.telemetry_sinks[sink] += 1
 
     def started(self, mode: str, routes: Sequence[str] = ()) -> None:
         """The run's mode, and the routes it serves (listed even when no request takes them)."""
@@ -260,7 +273,9 @@ class Report:
             data["errors"] = [error.to_json() for error in self.errors]
             data["client_errors"] = dict(self.client_errors)
             data["routes"] = dict(self.routes)
+            data["preset_values"] = {name: list(values) for name, values in sorted(self.preset_values.items())}
             data["passthrough_hosts"] = dict(sorted(self.passthrough_hosts.items()))
+            data["telemetry_sinks"] = dict(sorted(self.telemetry_sinks.items()))
             data["cassettes_used"] = sorted(self.cassettes_used)
             data["tests"] = {t: {**entry, "cassettes": sorted(entry["cassettes"])} for t, entry in self.tests.items()}
             data["counts"] = self.counts()
@@ -278,6 +293,7 @@ class Report:
             report = cls(**{name: value for name, value in data.items() if name in known})
             report.errors = [ErrorEntry.from_json(error) for error in report.errors]
             report.passthrough_hosts = Counter(report.passthrough_hosts)
+            report.telemetry_sinks = Counter(report.telemetry_sinks)
             report.cassettes_used = set(report.cassettes_used)
             report.tests = {
                 test: {**entry, "cassettes": set(entry["cassettes"])} for test, entry in report.tests.items()
@@ -309,10 +325,12 @@ class Report:
             for name in COUNTERS:
                 setattr(total, name, getattr(total, name) + getattr(report, name))
             total.passthrough_hosts.update(report.passthrough_hosts)
+            total.telemetry_sinks.update(report.telemetry_sinks)
             total.misses += report.misses
             total.offline += report.offline
             total.errors += report.errors
             total.cassettes_used |= report.cassettes_used
+            total.preset_values.update(report.preset_values)
             for name in ("hits", "recorded"):
                 total.client_errors[name] += report.client_errors.get(name, 0)
             for route, n in report.routes.items():
@@ -347,9 +365,20 @@ class Report:
         lines = [line]
         if len(self.routes) > 1:  # with a reverse route: shows a route its clients silently bypassed (`openai 0`)
             lines.append("cassette: routes: " + ", ".join(f"{name} {n}" for name, n in self.routes.items()))
+        if self.telemetry_sinks:
+            sinks = ", ".join(f"{name} {n}" for name, n in sorted(self.telemetry_sinks.items()))
+            lines.append(f"cassette: telemetry (never recorded): {sinks}")
         if self.passthrough_hosts:
             hosts = ", ".join(f"{host} ({n})" for host, n in sorted(self.passthrough_hosts.items()))
             lines.append(f"cassette: passed through to {hosts}")
+        if self.preset_values:
+            by_preset = Counter(v.get("preset", "?") for values in self.preset_values.values() for v in values)
+            lines.append(
+                f"cassette: framework presets keyed {sum(by_preset.values())} made-up values as placeholders in "
+                f"{len(self.preset_values)} cassettes ("
+                + ", ".join(f"{name} {n}" for name, n in sorted(by_preset.items()))
+                + "): each is listed under preset_values in the run report"
+            )
         not_recorded = Counter(e.reason or e.kind.value for e in self.errors if e.kind == ErrorKind.NOT_RECORDED)
         if not_recorded:
             why = ", ".join(f"{n} {reason}" for reason, n in sorted(not_recorded.items()))

@@ -1,7 +1,8 @@
 """Telemetry sinks: where agent frameworks send their traces, which is not a model call.
 
-openai-agents posts its traces to api.openai.com/v1/traces/ingest, LangChain to
-LangSmith, Langfuse and Logfire (pydantic-ai) take OpenTelemetry over HTTP. Each
+openai-agents posts its traces to api.openai.com/v1/traces/ingest, LangChain (and
+litellm's callback) to LangSmith, Langfuse and Logfire (pydantic-ai) take OpenTelemetry
+over HTTP, PostHog takes product and LLM analytics events, a Datadog agent traces. Each
 export carries new trace and span ids and timestamps, so it could never be
 keyed: recorded like a model call it missed on every replay (and `--strict`
 failed although the application's output was right), and on a host outside the
@@ -30,6 +31,10 @@ LANGFUSE_INGESTION = "langfuse-ingestion"
 """Langfuse's batch ingestion answers 207 with the events that succeeded and failed."""
 LOGFIRE_INFO = "logfire-info"
 """Logfire checks its write token with GET /v1/info and reads the project's name and URL."""
+POSTHOG = "posthog"
+"""PostHog's capture endpoints answer `{"status": 1}`; posthog-python reads only the 200."""
+DATADOG_AGENT = "datadog-agent"
+"""A Datadog agent's trace intake answers `{"rate_by_service": {}}` (ddtrace reads the sampling rates from it)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,12 @@ def _sinks(name: str, methods: str, hosts: Iterable[str], paths: Iterable[str], 
 _LANGSMITH = ("api.smith.langchain.com", "eu.api.smith.langchain.com")
 _LANGFUSE = ("cloud.langfuse.com", "*.cloud.langfuse.com")
 _LOGFIRE = ("logfire-*.pydantic.dev",)
+_POSTHOG = ("us.i.posthog.com", "eu.i.posthog.com", "app.posthog.com", "*.i.posthog.com")
+_DATADOG_AGENT = ("localhost", "127.0.0.1", "datadog-agent", "dd-agent", "datadog")
+"""Where a suite's Datadog agent listens: on the machine (a client that proxies loopback too, or a reverse route),
+or a CI service container by its usual names. Reaching it through the proxy takes a client that does not keep
+the agent's host in NO_PROXY (loopback usually is)."""
+_DATADOG_SITES = ("*.datadoghq.com", "*.datadoghq.eu", "*.ddog-gov.com")
 
 DEFAULT_SINKS = (
     # agents/tracing/processors.py BackendSpanExporter: _OPENAI_TRACING_INGEST_ENDPOINT; any status below 300 is success.
@@ -63,6 +74,13 @@ DEFAULT_SINKS = (
     *_sinks("LangSmith", "POST", _LANGSMITH, ["/runs", "/runs/batch", "/runs/multipart"], ACCEPTED),
     *_sinks("LangSmith", "PATCH", _LANGSMITH, ["/runs/*"], ACCEPTED),
     *_sinks("LangSmith", "POST", _LANGSMITH, ["/otel/v1/traces"], OTLP),
+    # litellm's LangSmith callback (litellm/integrations/langsmith.py) posts to {base}/api/v1/runs/batch; the
+    # langsmith client with LANGSMITH_ENDPOINT=…/api/v1 sends its own paths under the same prefix.
+    *_sinks("LangSmith", "GET", _LANGSMITH, ["/api/v1/info"], ACCEPTED),
+    *_sinks(
+        "LangSmith", "POST", _LANGSMITH, ["/api/v1/runs", "/api/v1/runs/batch", "/api/v1/runs/multipart"], ACCEPTED
+    ),
+    *_sinks("LangSmith", "PATCH", _LANGSMITH, ["/api/v1/runs/*"], ACCEPTED),
     # langfuse/_client/span_processor.py: OTLP to {base_url}/api/public/otel/v1/traces; SDKs before v3 batch events
     # to /api/public/ingestion. Prompts (GET /api/public/v2/prompts/...) are data: not sinks.
     *_sinks("Langfuse", "POST", _LANGFUSE, ["/api/public/otel/v1/traces"], OTLP),
@@ -71,6 +89,26 @@ DEFAULT_SINKS = (
     # on the region's base URL (logfire-us, logfire-eu, logfire-api).
     *_sinks("Logfire", "GET", _LOGFIRE, ["/v1/info"], LOGFIRE_INFO),
     *_sinks("Logfire", "POST", _LOGFIRE, ["/v1/traces", "/v1/metrics", "/v1/logs"], OTLP),
+    # posthog/request.py: batch_post() to {host}/batch/ (EVENTS_ENDPOINT) and /i/v0/ai/batch/ (LLM analytics);
+    # posthog-js and older clients capture at /capture/, /e/, /i/v0/e/. Feature flags (/flags/, /decide/) are
+    # answers a test reads: not sinks.
+    *_sinks("PostHog", "POST", _POSTHOG, ["/batch/", "/capture/", "/e/", "/i/v0/e/", "/i/v0/ai/batch/"], POSTHOG),
+    # The Datadog trace agent's intake (datadog-agent pkg/trace/api/endpoints.go): traces, stats, the tracers'
+    # telemetry and the EVP proxy LLM Observability posts through; agentless, LLM Observability's intake.
+    *_sinks(
+        "Datadog agent",
+        "PUT POST",
+        _DATADOG_AGENT,
+        ["/v0.3/traces", "/v0.4/traces", "/v0.5/traces", "/v0.7/traces"],
+        DATADOG_AGENT,
+    ),
+    *_sinks(
+        "Datadog agent", "PUT POST", _DATADOG_AGENT, ["/v0.6/stats", "/telemetry/proxy/*", "/evp_proxy/*"], ACCEPTED
+    ),
+    # The agent's OTLP receiver (port 4318): OpenTelemetry's exporters post through requests, which honours the
+    # proxy variables, while ddtrace's own writer (http.client) connects directly.
+    *_sinks("Datadog agent", "POST", _DATADOG_AGENT[2:], ["/v1/traces", "/v1/metrics", "/v1/logs"], OTLP),
+    *_sinks("Datadog", "POST", _DATADOG_SITES, ["/api/v2/llmobs", "/api/v2/apmtelemetry"], ACCEPTED),
 )
 """The sinks answered unless `cassette_telemetry` is off."""
 
@@ -121,6 +159,10 @@ def answer(sink: Sink, content_type: str) -> tuple[int, dict[str, str], bytes]:
     status = 200
     if sink.answer == LANGFUSE_INGESTION:
         status, body = 207, {"successes": [], "errors": []}
+    elif sink.answer == POSTHOG:
+        body = {"status": 1}
+    elif sink.answer == DATADOG_AGENT:
+        body = {"rate_by_service": {}}
     elif sink.answer == LOGFIRE_INFO:
         body = {"project_name": "cassette-replay", "project_url": "https://logfire.pydantic.dev/cassette-replay"}
     return status, {**HEADERS, "content-type": "application/json"}, json.dumps(body).encode()

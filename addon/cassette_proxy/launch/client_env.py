@@ -27,6 +27,14 @@ CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_E
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 """Always in NO_PROXY: the reverse listeners live there, and a suite's own local servers must not be intercepted."""
 
+FRAMEWORK_DEFAULTS = {
+    # litellm fetches its model map from raw.githubusercontent.com at import (litellm_core_utils/
+    # get_model_cost_map.py): a live request in record, refused as offline in replay (`--strict` fails). The map
+    # it ships with keeps both runs alike, and the map decides which parameters litellm sends.
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+}
+"""Set for the client unless its environment sets them: what a framework fetches at start that is no model call."""
+
 SYSTEM_CA_BUNDLES = (
     "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine
     "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
@@ -105,6 +113,8 @@ def client_environment(
     env["CASSETTE_PROXY_URL"] = proxy_url
     env["CASSETTE_NODE_TEST_HOOKS"] = str(NODE_TEST_HOOKS)
     env.update(base_urls)
+    for name, value in FRAMEWORK_DEFAULTS.items():
+        env.setdefault(name, value)
     return env
 
 

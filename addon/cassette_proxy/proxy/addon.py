@@ -266,7 +266,17 @@ class CassetteAddon:
         self.report.hit(rules.test, relative, is_client_error(replay.cassette["response"]["status"]))
         if self.control.played_wanted:
             self._note_played("hit", flow, facts, path, rules)
+        self._presets_replaced(facts, relative, rules)
         return True
+
+    def _presets_replaced(self, facts: RequestFacts, relative: str, rules: RequestRules) -> None:
+        """What the framework presets keyed as placeholders in this request: listed in the report, per cassette.
+        Not for a body of BIG_REQUEST_BYTES or more, whose parse would hold up every other client (`cassette
+        show` lists it)."""
+        if len(facts.body) >= BIG_REQUEST_BYTES:
+            return
+        if replaced := rules.keys.preset_values(facts):
+            self.report.presets_replaced(relative, [r.to_json() for r in replaced])
 
     def _forward(
         self, flow: http.HTTPFlow, state: FlowState, facts: RequestFacts, key: str, relative: str, rules: RequestRules
@@ -287,6 +297,7 @@ class CassetteAddon:
         state.outcome = "forwarded"
         if self.control.played_wanted:
             self._note_played("recorded", flow, facts, path, rules)
+        self._presets_replaced(facts, relative, rules)
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
         flow.request.headers["accept-encoding"] = "identity"
         self.report.forwarded()

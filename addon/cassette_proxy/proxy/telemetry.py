@@ -30,7 +30,7 @@ class Telemetry:
     def handle(self, flow: http.HTTPFlow, state: FlowState, mode: str, sink: Sink) -> None:
         """Count it; in replay answer it with the success its client reads (else it goes to the real sink)."""
         state.outcome = "telemetry"
-        self.report.telemetry_request()
+        self.report.telemetry_request(sink.name)
         if mode == "replay":
             status, headers, body = answer(sink, flow.request.headers.get("content-type", ""))
             flow.response = http.Response.make(status, body, headers)
