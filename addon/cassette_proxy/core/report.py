@@ -47,6 +47,8 @@ class ErrorKind(StrEnum):
     STREAM_INCOMPLETE = "stream_incomplete"
     SESSION_INCOMPLETE = "session_incomplete"
     NOT_A_WEBSOCKET = "not_a_websocket"
+    UNATTRIBUTED = "cassette_unattributed"
+    """A request in the test scope whose test could not be named (core/attribution.py): refused, nothing saved."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class Offline(TypedDict):
 
 COUNTERS = ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry")
 """The plain counts, which `merged` adds up."""
+MAX_NOTICES = 200
 
 
 @dataclass
@@ -142,6 +145,9 @@ class Report:
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
     which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
+    test_notices: list[str] = field(default_factory=list)
+    """Test announcements that did not add up: a start while the runner's previous test had not ended, an end of a
+    test that was not running (proxy/control_channel.py). The first MAX_NOTICES are kept."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     # -- counting: thread-safe, the only way the proxy changes a report -----------------------------------------
@@ -188,6 +194,11 @@ class Report:
     def error(self, entry: ErrorEntry) -> None:
         with self._lock:
             self.errors.append(entry)
+
+    def test_notice(self, message: str) -> None:
+        with self._lock:
+            if len(self.test_notices) < MAX_NOTICES:
+                self.test_notices.append(message)
 
     def passed_through(self, host: str) -> None:
         with self._lock:
@@ -311,6 +322,7 @@ class Report:
             total.misses += report.misses
             total.offline += report.offline
             total.errors += report.errors
+            total.test_notices += report.test_notices
             total.cassettes_used |= report.cassettes_used
             for name in ("hits", "recorded"):
                 total.client_errors[name] += report.client_errors.get(name, 0)
@@ -360,6 +372,7 @@ class Report:
         ]
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
         lines += [f"cassette: error {e.kind.value}: {e.message}" for e in self.errors]
+        lines += [f"cassette: test announcements: {notice}" for notice in self.test_notices]
         # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
         return "\n".join(printable(line) for line in lines)
 

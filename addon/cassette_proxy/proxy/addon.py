@@ -72,7 +72,7 @@ class CassetteAddon:
         self.replayer = Replayer()
         self.preloading: asyncio.Task[None] | None = None
         self.sequencer = Sequencer()
-        self.control = CurrentTest()
+        self.control = CurrentTest(self.report)
         self.control.on_start = self.sequencer.start
         self.runs = Runs(self.report, self.recorder, self.sequencer, self.control)
         """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
@@ -178,8 +178,9 @@ class CassetteAddon:
         if route != FORWARD:
             host = normal_host(flow.request.host)  # the route's upstream
         self.report.took_route(route)
-        # The run's rules, or the current test's (control_channel.py): read once per request.
-        rules = self.control.rules
+        # The rules of the request's own test (control_channel.py), its carrier taken off: once per request.
+        verdict = self.control.rules_for(flow.request)
+        rules = state.rules = verdict.rules
         run = self._run()
         covered = rules.mode != "off" and run.hosts.covers(host, flow.request.path)
         if rules.mode != "off" and self._answered_aside(flow, state, host, rules.mode, covered):
@@ -187,6 +188,10 @@ class CassetteAddon:
         if not covered:
             state.outcome = "passthrough"
             self.report.passed_through(host)
+            return
+        if verdict.refusal is not None:  # never filed under a guessed test's folder
+            state.outcome = "error"
+            self.report.error(answers.unattributed(flow, verdict.refusal))
             return
         facts = request_facts(flow.request, run.read_headers, host)
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
@@ -314,7 +319,7 @@ class CassetteAddon:
                 return  # nothing to save here; a stream is saved by its recorder
             if flow.response.status_code == 101:  # a WebSocket session follows: recorded as one, never as a 101
                 target, state.target = state.target, None
-                self.sessions.upgraded(flow, flow.response, target, self.control.rules)
+                self.sessions.upgraded(flow, flow.response, target, state.rules or self.control.rules)
                 return
             writing = self.recorder.save_whole(flow.response, state.target)
             if writing and (failure := await writing):

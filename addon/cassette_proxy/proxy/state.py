@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mitmproxy import http
 
+    from .control_channel import RequestRules
     from .record import RecordTarget
     from .stream_recorder import StreamRecorder
 
@@ -27,6 +28,8 @@ class FlowState:
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
     session_replay: bool = False
     """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
+    rules: RequestRules | None = None
+    """The rules of the request's own test (control_channel.py), for the hooks after `request`."""
 
     @property
     def answered_here(self) -> bool:
