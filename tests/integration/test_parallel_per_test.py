@@ -1,5 +1,6 @@
-"""Per-test recordings of a Node suite run in parallel, as users run it: Vitest with 4 workers sharing one proxy, an
-Express app reached in-process through supertest and as a server the suite starts (tests/node/parallel).
+"""Per-test recordings of Node suites run in parallel, as users run them: Vitest with 4 workers (forks, threads) and
+`node --test` with 4 file processes sharing one proxy, an Express app reached in-process through supertest and (Vitest)
+as a server the suite starts (tests/node/parallel).
 
 Every test asks with its own id as the prompt, so a recording in another test's folder is caught by reading it.
 One proxy per `cassette run`; the record run and the offline replays share the cassette folder.
@@ -8,6 +9,7 @@ One proxy per `cassette run`; the record run and the offline replays share the c
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +19,29 @@ from harness import FAKE_OPENAI_KEY, ROOT
 
 NODE_SUITE = ROOT / "tests" / "node"
 VITEST = ["npx", "vitest", "run", "--config", "parallel/vitest.config.mjs"]
-TESTS = 12  # 4 files x 3 tests
+NODE_TEST = [
+    "node",
+    "--test",
+    "--test-concurrency=4",
+    *(f"parallel/node_{n}.mjs" for n in ("one", "two", "three", "four")),
+]
+JEST = ["npx", "jest", "--config", "parallel/jest.config.cjs"]
+SUITES = {
+    # runner: (command, extra environment, tests, what its output says when they all pass)
+    "vitest-forks": (VITEST, {"VITEST_POOL": "forks"}, 12, "12 passed"),
+    "vitest-threads": (VITEST, {"VITEST_POOL": "threads"}, 12, "12 passed"),
+    "node-test": (NODE_TEST, {}, 8, "# pass 8"),
+    "jest": (JEST, {}, 8, "Tests:       8 passed"),
+}
 
 
-def vitest(tmp_path: Path, upstream, mode: str, pool: str = "forks") -> tuple[object, dict]:
+def run_suite(tmp_path: Path, upstream, mode: str, command: list[str], extra: dict) -> tuple[object, dict]:
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
-    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(upstream), "VITEST_POOL": pool, "OPENAI_API_KEY": FAKE_OPENAI_KEY}
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(upstream), "OPENAI_API_KEY": FAKE_OPENAI_KEY, **extra}
     run = cassette(
         "run", "--mode", mode, "--strict", "--dir", str(tmp_path / "cassettes"), "--report", str(report),
-        "--", *VITEST, cwd=NODE_SUITE, env=env,
+        "--", *command, cwd=NODE_SUITE, env=env,
     )  # fmt: skip
     assert report.exists(), run.stdout + run.stderr
     return run, json.loads(report.read_text())
@@ -43,22 +58,58 @@ def prompts_by_folder(cassettes: Path) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("pool", ["forks", "threads"])
-def test_vitest_workers_record_each_test_into_its_own_folder_and_replay_offline(tmp_path, https_upstream, pool):
-    recorded, report = vitest(tmp_path, https_upstream, "record", pool)
+@pytest.mark.parametrize("runner", SUITES)
+def test_parallel_workers_record_each_test_into_its_own_folder_and_replay_offline(tmp_path, https_upstream, runner):
+    command, extra, tests, passed = SUITES[runner]
+    recorded, report = run_suite(tmp_path, https_upstream, "record", command, extra)
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
-    assert f"{TESTS} passed" in recorded.stdout
-    assert report["counts"]["recorded"] == TESTS and report["errors"] == [] and report["test_notices"] == []
+    assert passed in recorded.stdout + recorded.stderr  # Jest reports on stderr
+    assert report["counts"]["recorded"] == tests and report["errors"] == [] and report["test_notices"] == []
     folders = prompts_by_folder(tmp_path / "cassettes")
-    assert len(folders) == TESTS
+    assert len(folders) == tests
     assert {folder: test_dir(prompt) for folder, prompt in folders.items()} == {f: f for f in folders}
     assert all("::" in prompt and prompt.startswith("parallel/") for prompt in folders.values())  # the file is in it
     for cassette_file in (tmp_path / "cassettes").rglob("*.json"):
         assert "x-cassette-test" not in cassette_file.read_text()
 
     for _ in range(2):
-        replayed, report = vitest(tmp_path, https_upstream, "replay", pool)
+        replayed, report = run_suite(tmp_path, https_upstream, "replay", command, extra)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        assert f"{TESTS} passed" in replayed.stdout
-        assert (report["counts"]["hits"], report["counts"]["misses"], report["counts"]["upstream"]) == (TESTS, 0, 0)
-    assert https_upstream.count == TESTS
+        assert passed in replayed.stdout + replayed.stderr
+        assert (report["counts"]["hits"], report["counts"]["misses"], report["counts"]["upstream"]) == (tests, 0, 0)
+    assert https_upstream.count == tests
+
+
+UNATTRIBUTED = """
+import json, os, sys, httpx
+proxy = os.environ["CASSETTE_PROXY_URL"]
+token = {"x-cassette-control-token": os.environ["CASSETTE_CONTROL_TOKEN"]}
+with httpx.Client(proxy=proxy, trust_env=False) as control:
+    for runner, test in (("1", "a.test.js::x"), ("2", "b.test.js::y")):
+        body = {"test": test, "runner": runner, "options": {"scope": "test"}}
+        control.post("http://cassette.control/v1/test/start", json=body, headers=token).raise_for_status()
+reply = httpx.post(
+    "https://api.openai.com/v1/chat/completions",
+    headers={"authorization": "Bearer " + sys.argv[1]},
+    json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "whose am I?"}]},
+    timeout=30,
+)
+print(reply.status_code, reply.json()["error"]["type"])
+"""
+"""Two workers' tests run; a client that sends no carrier (no preload) asks: its test cannot be named."""
+
+
+def test_a_request_no_test_can_be_named_for_is_refused_in_record_and_fails_strict(tmp_path, https_upstream):
+    run = cassette(
+        "run", "--mode", "record", "--strict", "--dir", str(tmp_path / "cassettes"),
+        "--", sys.executable, "-c", UNATTRIBUTED, FAKE_OPENAI_KEY,
+        cwd=tmp_path, env={"CASSETTE_MITMDUMP_ARGS": redirect_args(https_upstream)},
+    )  # fmt: skip
+    assert "428 cassette_unattributed" in run.stdout, run.stdout + run.stderr
+    assert run.returncode != 0
+    assert (
+        "error cassette_unattributed" in run.stderr and "2 test(s) run now (a.test.js::x, b.test.js::y)" in run.stderr
+    )
+    assert "--strict: failing the run for 1 errors" in run.stderr
+    assert not (tmp_path / "cassettes").exists() or not any((tmp_path / "cassettes").rglob("*.json"))
+    assert https_upstream.count == 0

@@ -70,7 +70,9 @@ function carryingDispatcher (dispatcher, carrier) {
 }
 
 function install () {
-  if (globalThis[CARRIER]) return globalThis[CARRIER]
+  // Kept on the http module, which every realm of the process shares: Jest runs each test file in a vm
+  // context of its own (its own globalThis), and must not patch the modules once per file.
+  if (http[CARRIER]) return http[CARRIER]
   const carrier = {
     context: new AsyncLocalStorage(),
     open: [],
@@ -91,7 +93,7 @@ function install () {
       return this.context.run(encode([test]), fn)
     }
   }
-  globalThis[CARRIER] = carrier
+  http[CARRIER] = carrier
 
   // fetch: the global dispatcher (the preload's EnvHttpProxyAgent) sends the header. undici defines it
   // writable but not configurable, so it is replaced, not redefined. Without one yet (Node's own

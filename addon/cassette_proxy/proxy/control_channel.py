@@ -81,7 +81,8 @@ class Verdict:
 
 
 LEGACY_RUNNER = ""
-"""A runner that does not name itself (an older helper): one test at a time, a start replaces the one before."""
+"""A runner that does not name itself (the pytest plugin with a proxy of its own, an older helper): one test at a
+time, a start ends the one before. A named runner does the same when its start says `"exclusive": true`."""
 
 
 @dataclass(slots=True)
@@ -223,9 +224,10 @@ class CurrentTest:
         for name, reason in ignored.items():
             log.warning(f"cassette control: test {test}: option {name!r} ignored: {reason}")
         if runner.tests and test not in runner.tests:
-            self._notice(f"start of {test}{who} while {', '.join(runner.tests)} had not ended")
-            if runner_name == LEGACY_RUNNER:  # one test at a time: the start replaces it
-                self._end_all(runner)
+            if runner_name == LEGACY_RUNNER or body.get("exclusive") is True:
+                self._end_all(runner)  # one test at a time: the start ends the one before (the pytest plugin)
+            else:
+                self._notice(f"start of {test}{who} while {', '.join(runner.tests)} had not ended")
         if test in self.running and self.running[test].runner != runner_name:
             other = self.running[test].runner
             self._notice(f"start of {test}{who} while it runs in runner {other or 'unnamed'}: two tests share its id")

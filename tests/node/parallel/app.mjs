@@ -1,19 +1,2 @@
-// An Express application that asks an LLM, tested in parallel with per-test recordings: in-process through
-// supertest, and as a server the suite starts (server.mjs). No test tooling in it: the preload that
-// `cassette run` puts in NODE_OPTIONS carries each incoming request's test into the calls it makes.
-import express from 'express'
-import OpenAI from 'openai'
-
-export async function ask (prompt) {
-  const completion = await new OpenAI().chat.completions.create({
-    model: 'gpt-4o-mini',
-    messages: [{ role: 'user', content: prompt }]
-  })
-  return completion.choices[0].message.content
-}
-
-export const app = express()
-app.use(express.json())
-app.post('/ask', async (request, response) => {
-  response.json({ answer: await ask(request.body.prompt) })
-})
+// The application (app.cjs) for the ESM suites; Jest's CommonJS files require app.cjs itself.
+export { app, ask } from './app.cjs'
