@@ -111,7 +111,16 @@ class Offline(TypedDict):
     url: str
 
 
-COUNTERS = ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry")
+COUNTERS = (
+    "hits",
+    "recorded",
+    "overwritten",
+    "upstream",
+    "passthrough",
+    "token_exchanges",
+    "telemetry",
+    "browser_background",
+)
 """The plain counts, which `merged` adds up."""
 MAX_NOTICES = 200
 
@@ -130,6 +139,8 @@ class Report:
     telemetry: int = 0
     """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
     recorded, keyed or missed."""
+    browser_background: int = 0
+    """Requests a browser sends on its own (core/browser_background.py): answered 204 here, never a failure."""
     passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[Offline] = field(default_factory=list)
@@ -217,6 +228,10 @@ class Report:
         with self._lock:
             self.telemetry += 1
 
+    def browser_request(self) -> None:
+        with self._lock:
+            self.browser_background += 1
+
     def started(self, mode: str, routes: Sequence[str] = ()) -> None:
         """The run's mode, and the routes it serves (listed even when no request takes them)."""
         with self._lock:
@@ -257,6 +272,7 @@ class Report:
             "passthrough": self.passthrough,
             "token_exchanges": self.token_exchanges,
             "telemetry": self.telemetry,
+            "browser_background": self.browser_background,
             "offline": len(self.offline),
             "errors": len(self.errors),
         }
@@ -345,6 +361,7 @@ class Report:
         for name, words in (
             ("token_exchanges", "token exchanges"),
             ("telemetry", "telemetry"),
+            ("browser_background", "browser background"),
             ("offline", "offline"),
             ("errors", "errors"),
         ):

@@ -26,6 +26,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, http
 
 from ..core.atomic_write import remove_stale_temp_files
+from ..core.browser_background import background_of
 from ..core.cassette_file import CassetteError
 from ..core.hosts import is_loopback
 from ..core.key import KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
@@ -219,6 +220,11 @@ class CassetteAddon:
             return True
         if sink := self.telemetry.match(request, host):
             self.telemetry.handle(flow, state, mode, sink)
+            return True
+        if not covered and background_of(host) is not None:  # a browser's own traffic (Playwright's chromium)
+            state.outcome = "browser_background"
+            self.report.browser_request()
+            answers.browser_background(flow)
             return True
         if mode == "replay" and not covered and not is_loopback(host) and host not in run.allowed_hosts:
             state.outcome = "offline"

@@ -88,6 +88,11 @@ def offline(flow: http.HTTPFlow, host: str, hosts: HostScope) -> Offline:
     return Offline(host=host, method=method, url=url)
 
 
+def browser_background(flow: http.HTTPFlow) -> None:
+    """204 for a browser's own background request (core/browser_background.py): nothing new, never forwarded."""
+    flow.response = http.Response.make(204, b"", {"x-cassette": "browser-background"})
+
+
 def unattributed(flow: http.HTTPFlow, problem: str) -> ErrorEntry:
     """428 for a request in the test scope whose test cannot be named: a guessed folder would misfile it silently."""
     request = flow.request

@@ -18,8 +18,8 @@ METADATA_KEY = "cassette"
 @dataclass(slots=True)
 class FlowState:
     outcome: str | None = None
-    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, session: set once the
-    request hook has decided."""
+    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, browser_background,
+    session: set once the request hook has decided."""
     target: RecordTarget | None = None
     """Where a forwarded request's response will be saved (record and update modes)."""
     recorder: StreamRecorder | None = None
@@ -35,7 +35,8 @@ class FlowState:
     def answered_here(self) -> bool:
         """The addon made the response itself (whole), so the response hooks have nothing to do."""
         return (
-            self.outcome in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control")
+            self.outcome
+            in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control", "browser_background")
             and not self.timed_replay
         )
 
