@@ -9,6 +9,7 @@ One proxy per `cassette run`; the record run and the offline replays share the c
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -26,12 +27,15 @@ NODE_TEST = [
     *(f"parallel/node_{n}.mjs" for n in ("one", "two", "three", "four")),
 ]
 JEST = ["npx", "jest", "--config", "parallel/jest.config.cjs"]
+PLAYWRIGHT = ["npx", "playwright", "test", "--config", "parallel/playwright.config.mjs"]
 SUITES = {
     # runner: (command, extra environment, tests, what its output says when they all pass)
     "vitest-forks": (VITEST, {"VITEST_POOL": "forks"}, 12, "12 passed"),
     "vitest-threads": (VITEST, {"VITEST_POOL": "threads"}, 12, "12 passed"),
     "node-test": (NODE_TEST, {}, 8, "# pass 8"),
     "jest": (JEST, {}, 8, "Tests:       8 passed"),
+    # Debian's chromium, 3 workers, the app started by Playwright's webServer (under `cassette run`: the preload).
+    "playwright": (PLAYWRIGHT, {"APP_PORT": "free"}, 3, "3 passed"),
 }
 
 
@@ -39,6 +43,10 @@ def run_suite(tmp_path: Path, upstream, mode: str, command: list[str], extra: di
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
     env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(upstream), "OPENAI_API_KEY": FAKE_OPENAI_KEY, **extra}
+    if env.get("APP_PORT") == "free":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            env["APP_PORT"] = str(probe.getsockname()[1])
     run = cassette(
         "run", "--mode", mode, "--strict", "--dir", str(tmp_path / "cassettes"), "--report", str(report),
         "--", *command, cwd=NODE_SUITE, env=env,

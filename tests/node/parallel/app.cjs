@@ -12,8 +12,19 @@ async function ask (prompt) {
   return completion.choices[0].message.content
 }
 
+const PAGE = `<!doctype html><title>ask</title>
+<input aria-label="prompt"><button>Ask</button><p data-testid="answer"></p>
+<script>
+  document.querySelector('button').onclick = async () => {
+    const prompt = document.querySelector('input').value
+    const response = await fetch('/ask', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) })
+    document.querySelector('[data-testid=answer]').textContent = (await response.json()).answer
+  }
+</script>`
+
 const app = express()
 app.use(express.json())
+app.get('/', (request, response) => response.type('html').send(PAGE))
 app.post('/ask', async (request, response) => {
   response.json({ answer: await ask(request.body.prompt) })
 })
