@@ -29,6 +29,7 @@ are set before collection, so a client built with no arguments uses them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -255,10 +256,9 @@ def _carrier() -> Any:
     site = str(client_env.PYTHON_SITE)
     if site not in sys.path:
         sys.path.append(site)
-    import cassette_carrier
-
-    cassette_carrier.install()
-    return cassette_carrier
+    carrier = importlib.import_module("cassette_carrier")  # one module for the plugin and the sitecustomize
+    carrier.install()
+    return carrier
 
 
 def _ready(config: pytest.Config) -> None:

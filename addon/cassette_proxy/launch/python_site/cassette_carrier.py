@@ -153,4 +153,4 @@ def install() -> None:
     for name, patch in PATCHES.items():
         if name in sys.modules:
             patch(sys.modules[name])
-    sys.meta_path.insert(0, _AfterImport())  # type: ignore[arg-type]
+    sys.meta_path.insert(0, _AfterImport())

@@ -6,7 +6,7 @@ import importlib.util
 import os
 import sys
 
-import cassette_carrier
+import cassette_carrier  # type: ignore[import-not-found]  # beside this file, on PYTHONPATH
 
 cassette_carrier.install()
 
