@@ -156,3 +156,19 @@ def test_announcements_that_do_not_add_up_are_in_the_report(proxy):
     ]
     assert set(proxy.control.running) == {"t::a", "t::b"}  # the unnamed runner's end ended its one test
     assert "cassette: test announcements: start of t::b in runner 7" in proxy.report.summary()
+
+
+def test_with_the_shared_fallback_an_ambiguous_request_takes_the_shared_scope_and_is_noted(proxy):
+    proxy.configure_with(cassette_unattributed="shared")
+    start_two_workers(proxy, scope="test")
+    flow = proxy.send(chat())
+    assert flow.response.status_code == 409  # a miss in the shared folder, not a refusal
+    assert error(flow)["cassette"].startswith("api.openai.com/") and error(flow)["test"] is None
+    assert proxy.report.errors == []
+    [notice] = proxy.report.test_notices
+    assert notice.startswith("POST https://api.openai.com/v1/chat/completions in the shared scope: 2 test(s) run now")
+
+
+def test_a_typo_in_the_fallback_option_is_refused_naming_the_choices(proxy):
+    with pytest.raises(Exception, match=r"cassette_unattributed.*refuse, shared"):
+        proxy.configure_with(cassette_unattributed="share")

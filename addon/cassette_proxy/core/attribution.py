@@ -25,6 +25,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
+UNATTRIBUTED = ("refuse", "shared")
+"""`cassette_unattributed`: what an ambiguous request gets in the test scope (refused, or the shared scope)."""
+
 TEST_HEADER = "x-cassette-test"
 BAGGAGE_HEADER = "baggage"
 BAGGAGE_MEMBER = "cassette-test"

@@ -25,6 +25,7 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
+from ..core import redact
 from ..core.atomic_write import remove_stale_temp_files
 from ..core.browser_background import background_of
 from ..core.cassette_file import CassetteError
@@ -118,7 +119,7 @@ class CassetteAddon:
         run_rules = RequestRules(
             None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
         )
-        self.control.configure(run.control_token, run_rules)
+        self.control.configure(run.control_token, run_rules, run.unattributed)
 
     def running(self) -> None:
         run = self._run()
@@ -194,6 +195,9 @@ class CassetteAddon:
             state.outcome = "error"
             self.report.error(answers.unattributed(flow, verdict.refusal))
             return
+        if verdict.shared_instead is not None:  # the user asked for the shared scope instead of a refusal
+            url = redact.loggable_url(flow.request.pretty_url.split("?", 1)[0])
+            self.report.test_notice(f"{flow.request.method} {url} in the shared scope: {verdict.shared_instead}")
         facts = request_facts(flow.request, run.read_headers, host)
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
         key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)

@@ -78,6 +78,8 @@ class Verdict:
     rules: RequestRules
     refusal: str | None = None
     """Set when the request's test is ambiguous and its folder depends on it (a test-scoped run or test)."""
+    shared_instead: str | None = None
+    """The same, with `cassette_unattributed=shared`: why the request follows the run's rules in the shared scope."""
 
 
 LEGACY_RUNNER = ""
@@ -111,6 +113,8 @@ class CurrentTest:
         """Where the announcements that went wrong are counted (`test_notices`)."""
         self.run_rules = UNCONFIGURED
         """The run's options: what a request outside any test follows."""
+        self.unattributed = "refuse"
+        """`cassette_unattributed`: refuse an ambiguous request in the test scope, or give it the shared scope."""
         self.running: dict[str, RunningTest] = {}
         self.runners: dict[str, Runner] = {}
         """Every runner that announced a test in this run, running one now or not."""
@@ -127,10 +131,11 @@ class CurrentTest:
             return next(iter(self.running.values())).rules
         return self.run_rules
 
-    def configure(self, token: str, run_rules: RequestRules) -> None:
+    def configure(self, token: str, run_rules: RequestRules, unattributed: str = "refuse") -> None:
         """The run's options changed: rebuild the tests' rules (a running test keeps its own on top)."""
         self.token = token
         self.run_rules = run_rules
+        self.unattributed = unattributed
         for test, running in self.running.items():
             running.rules = self._rules_for(test, running.options)[0]
 
@@ -151,7 +156,11 @@ class CurrentTest:
         found = attribute(carried(header, member), self.running.keys(), len(self.runners))
         if found.problem is not None:
             scoped = self.run_rules.scope == "test" or any(t.rules.scope == "test" for t in self.running.values())
-            return Verdict(self.run_rules, found.problem if scoped else None)
+            if not scoped:
+                return Verdict(self.run_rules)
+            if self.unattributed == "shared":
+                return Verdict(replace(self.run_rules, scope="shared"), shared_instead=found.problem)
+            return Verdict(self.run_rules, found.problem)
         if found.test is None:
             return Verdict(self.run_rules)
         running = self.running.get(found.test)
