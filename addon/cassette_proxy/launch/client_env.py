@@ -20,9 +20,9 @@ from .java_truststore import java_tool_options
 
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 NODE_TEST_HOOKS = Path(__file__).with_name("node_test_hooks.cjs")
+"""What a Node test runner requires to announce its tests (startTest/endTest): $CASSETTE_NODE_TEST_HOOKS."""
 PYTHON_SITE = Path(__file__).with_name("python_site")
 """Put first on PYTHONPATH: its sitecustomize carries each request's test (then runs the one it hides)."""
-"""What a Node test runner requires to announce its tests (startTest/endTest): $CASSETTE_NODE_TEST_HOOKS."""
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")
