@@ -38,6 +38,7 @@ are set before collection, so a client built with no arguments uses them.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -51,7 +52,7 @@ from .core.frameworks import DEFAULT_FRAMEWORKS
 from .core.per_test import DEFAULT_SCOPE, SCOPES, test_dir
 from .core.report import Report, ReportError
 from .core.vcr_cassette import RecordedCassette
-from .launch import isolate, launcher, silent_run, warm_proxy
+from .launch import client_env, isolate, launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
 from .launch.outer_proxy import OUTER_PROXY_VAR, OuterProxy, outer_proxy, run_flags
 
@@ -173,7 +174,9 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
         cassette_dir=config.rootpath / Path(folder).expanduser(),
         hosts=config.getini("cassette_hosts"),
         reverse=reverse,
-        extra_args=launcher.extra_args_from(os.environ),
+        # The run's scope is the proxy's too: a server shared by xdist workers sends this proxy calls of tests
+        # announced to another worker's proxy (named by their carrier), which follow the run's rules.
+        extra_args=[*launcher.extra_args_from(os.environ), *_scope_args(config)],
         ignore=[*config.getini("cassette_ignore"), *config.getoption("cassette_ignore")],
         key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
         ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
@@ -186,6 +189,11 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
         # variable); the plugin missed this default and paid it on every test.
         proxy_ca_only=launcher.proxy_ca_only_by_default(mode, os.environ),
     )
+
+
+def _scope_args(config: pytest.Config) -> list[str]:
+    scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
+    return ["--set", f"cassette_scope={scope}"] if scope and scope != DEFAULT_SCOPE else []
 
 
 def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
@@ -228,11 +236,6 @@ def _outer(config: pytest.Config) -> OuterProxy | None:
             "suite's settings differ from that proxy's:\n  " + "\n  ".join(conflicts) + "\nGive `cassette run` the "
             "suite's settings with the flags named, or run pytest on its own: the plugin then starts its own proxy."
         )
-    if _is_xdist_worker(config) and (config.getoption("cassette_scope") or config.getini("cassette_scope")) == "test":
-        raise pytest.UsageError(
-            "cassette: cassette_scope = test needs a proxy per xdist worker (one proxy has one current test), and "
-            "inside `cassette run` every worker shares its proxy: run `pytest -n N` on its own, or without -n"
-        )
     return outer
 
 
@@ -240,9 +243,10 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _announces(config: pytest.Config) -> bool:
-    """Whether this process tells the proxy which test runs: not when xdist workers share one (`cassette run`'s)."""
-    return not (isinstance(config.stash.get(PROXY, None), OuterProxy) and _is_xdist_worker(config))
+def _shares_proxy(config: pytest.Config) -> bool:
+    """xdist workers inside `cassette run` share its one proxy: each announces its own tests (as a runner of its
+    own), but the proxy keeps what one test at a time was answered with, for the `vcr` fixture."""
+    return isinstance(config.stash.get(PROXY, None), OuterProxy) and _is_xdist_worker(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -364,7 +368,7 @@ def _test_options(item: pytest.Item) -> dict[str, Any]:
 def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> None:
     """Tell the proxy which test runs now (None: no test); a refusal fails the test with the proxy's reason."""
     proxy = config.stash.get(PROXY, None)
-    if proxy is None or not _announces(config):
+    if proxy is None:
         return
     _ready(config)
     try:
@@ -378,6 +382,18 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
             config.stash[ANNOUNCED] = test
     except (ControlError, OSError) as e:
         raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
+    _carrier().announce(test)
+
+
+def _carrier() -> Any:
+    """This process's carrier (launch/python_site/cassette_carrier.py): its httpx requests name the current test,
+    so a server shared by xdist workers (uvicorn, started once) can tell whose call it makes."""
+    site = str(client_env.PYTHON_SITE)
+    if site not in sys.path:
+        sys.path.append(site)
+    carrier = importlib.import_module("cassette_carrier")  # one module for the plugin and the sitecustomize
+    carrier.install()
+    return carrier
 
 
 def _ready(config: pytest.Config) -> None:
@@ -393,11 +409,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: its requests (function fixtures included) are its own."""
     item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
     item.config.stash[PLAYED] = item.config.stash.get(GIVES_VCR, False) and "vcr" in getattr(item, "fixturenames", ())
-    if not _announces(item.config) and any(item.iter_markers("cassette")):
-        raise pytest.UsageError(
-            f"{item.nodeid}: @pytest.mark.cassette needs the proxy to know the current test, and xdist workers inside "
-            "`cassette run` share one proxy: run `pytest -n N` on its own, or without -n"
-        )
     _announce(item.config, item.nodeid)
 
 
@@ -608,7 +619,7 @@ class VcrFixture:
         config = request.config
         proxy = _start(config)
         test = request.node.nodeid
-        if config.stash.get(ANNOUNCED, None) != test and _announces(config):
+        if config.stash.get(ANNOUNCED, None) != test:
             config.stash[PLAYED] = True  # the proxy started for this fixture: the test was not announced yet
             _announce(config, test)
         settings = _settings(config, mitmdump="")
@@ -616,7 +627,7 @@ class VcrFixture:
         scope = config.stash[CURRENT][1].get("scope") if CURRENT in config.stash else None
 
         def fetch() -> list[dict[str, Any]]:
-            if not _announces(config):
+            if _shares_proxy(config):
                 raise RuntimeError(
                     "cassette: the vcr fixture reads the requests of the running test, and xdist workers inside "
                     "`cassette run` share one proxy that cannot tell their tests apart: run `pytest -n N` on its "

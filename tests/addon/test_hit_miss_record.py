@@ -16,7 +16,17 @@ from in_process import CHAT_PATH, LoopbackUpstream, Proxies, chat_flow, files_un
 SECRET = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "one"}], "temperature": 0}
 ANSWER = {"id": "chatcmpl-1", "choices": [{"message": {"role": "assistant", "content": "echo: one"}}]}
-COUNTS = ["hits", "misses", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry"]
+COUNTS = [
+    "hits",
+    "misses",
+    "recorded",
+    "overwritten",
+    "upstream",
+    "passthrough",
+    "token_exchanges",
+    "telemetry",
+    "browser_background",
+]
 NOTHING = dict.fromkeys([*COUNTS, "offline", "errors"], 0)
 
 

@@ -47,7 +47,7 @@ def test_openai_record_then_replay_with_the_upstream_stopped(upstream, start_pro
     client_env(proxy)
     assert ask_openai("Say hello to the team") == recorded
     assert proxy.stop()["counts"] == {
-        "hits": 1, "misses": 0, "recorded": 0, "overwritten": 0, "upstream": 0, "passthrough": 0, "token_exchanges": 0, "telemetry": 0, "offline": 0, "errors": 0,
+        "hits": 1, "misses": 0, "recorded": 0, "overwritten": 0, "upstream": 0, "passthrough": 0, "token_exchanges": 0, "telemetry": 0, "browser_background": 0, "offline": 0, "errors": 0,
     }  # fmt: skip
 
 
@@ -182,7 +182,7 @@ def test_the_report_counts_exactly_what_happened(https_upstream, start_proxy, ca
         client.post("https://api.anthropic.com/v1/messages", json={})  # out of scope: passthrough
     report = proxy.stop()
     assert report["counts"] == {
-        "hits": 1, "misses": 0, "recorded": 2, "overwritten": 0, "upstream": 3, "passthrough": 1, "token_exchanges": 0, "telemetry": 0, "offline": 0, "errors": 1,
+        "hits": 1, "misses": 0, "recorded": 2, "overwritten": 0, "upstream": 3, "passthrough": 1, "token_exchanges": 0, "telemetry": 0, "browser_background": 0, "offline": 0, "errors": 1,
     }  # fmt: skip
     [not_saved] = report["errors"]  # the 500: the next replay of it will miss, and the report says so now
     assert (not_saved["type"], not_saved["reason"], not_saved["status"]) == ("not_recorded", "status 500", 500)
@@ -251,7 +251,7 @@ def test_allowed_hosts_outside_scope_pass_through_in_replay_mode(https_upstream,
     assert https_upstream.count == 1
     report = proxy.stop()
     assert report["counts"] == {
-        "hits": 0, "misses": 1, "recorded": 0, "overwritten": 0, "upstream": 0, "passthrough": 1, "token_exchanges": 0, "telemetry": 0, "offline": 0, "errors": 0,
+        "hits": 0, "misses": 1, "recorded": 0, "overwritten": 0, "upstream": 0, "passthrough": 1, "token_exchanges": 0, "telemetry": 0, "browser_background": 0, "offline": 0, "errors": 0,
     }  # fmt: skip
     assert report["passthrough_hosts"] == {"api.openai.com": 1}
 

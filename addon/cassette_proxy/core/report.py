@@ -48,6 +48,8 @@ class ErrorKind(StrEnum):
     STREAM_INCOMPLETE = "stream_incomplete"
     SESSION_INCOMPLETE = "session_incomplete"
     NOT_A_WEBSOCKET = "not_a_websocket"
+    UNATTRIBUTED = "cassette_unattributed"
+    """A request in the test scope whose test could not be named (core/attribution.py): refused, nothing saved."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,18 @@ class Offline(TypedDict):
     url: str
 
 
-COUNTERS = ("hits", "recorded", "overwritten", "upstream", "passthrough", "token_exchanges", "telemetry")
+COUNTERS = (
+    "hits",
+    "recorded",
+    "overwritten",
+    "upstream",
+    "passthrough",
+    "token_exchanges",
+    "telemetry",
+    "browser_background",
+)
 """The plain counts, which `merged` adds up."""
+MAX_NOTICES = 200
 
 
 @dataclass
@@ -130,6 +142,8 @@ class Report:
     recorded, keyed or missed."""
     telemetry_sinks: Counter[str] = field(default_factory=Counter)
     """Telemetry requests by sink (`LangSmith`, `PostHog`, `Datadog agent`): counted apart from the model calls."""
+    browser_background: int = 0
+    """Requests a browser sends on its own (core/browser_background.py): answered 204 here, never a failure."""
     passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[Offline] = field(default_factory=list)
@@ -148,6 +162,9 @@ class Report:
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per test id (`<no test>` for requests outside any test): {"hits", "misses", "recorded", "cassettes"}:
     which test made each hit, miss and recording. Only for runs whose runner announced its tests."""
+    test_notices: list[str] = field(default_factory=list)
+    """Test announcements that did not add up: a start while the runner's previous test had not ended, an end of a
+    test that was not running (proxy/control_channel.py). The first MAX_NOTICES are kept."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     # -- counting: thread-safe, the only way the proxy changes a report -----------------------------------------
@@ -201,6 +218,11 @@ class Report:
         with self._lock:
             self.errors.append(entry)
 
+    def test_notice(self, message: str) -> None:
+        with self._lock:
+            if len(self.test_notices) < MAX_NOTICES:
+                self.test_notices.append(message)
+
     def passed_through(self, host: str) -> None:
         with self._lock:
             self.passthrough += 1
@@ -219,6 +241,10 @@ class Report:
             self.telemetry += 1
             if sink:
                 self.telemetry_sinks[sink] += 1
+
+    def browser_request(self) -> None:
+        with self._lock:
+            self.browser_background += 1
 
     def started(self, mode: str, routes: Sequence[str] = ()) -> None:
         """The run's mode, and the routes it serves (listed even when no request takes them)."""
@@ -260,6 +286,7 @@ class Report:
             "passthrough": self.passthrough,
             "token_exchanges": self.token_exchanges,
             "telemetry": self.telemetry,
+            "browser_background": self.browser_background,
             "offline": len(self.offline),
             "errors": len(self.errors),
         }
@@ -329,6 +356,7 @@ class Report:
             total.misses += report.misses
             total.offline += report.offline
             total.errors += report.errors
+            total.test_notices += report.test_notices
             total.cassettes_used |= report.cassettes_used
             total.preset_values.update(report.preset_values)
             for name in ("hits", "recorded"):
@@ -352,6 +380,7 @@ class Report:
         for name, words in (
             ("token_exchanges", "token exchanges"),
             ("telemetry", "telemetry"),
+            ("browser_background", "browser background"),
             ("offline", "offline"),
             ("errors", "errors"),
         ):
@@ -390,6 +419,7 @@ class Report:
         ]
         lines += [f"cassette: offline {o['method']} {o['url']} refused" for o in self.offline]
         lines += [f"cassette: error {e.kind.value}: {e.message}" for e in self.errors]
+        lines += [f"cassette: test announcements: {notice}" for notice in self.test_notices]
         # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
         return "\n".join(scrub(printable(line)) for line in lines)  # and no known secret (core/scrub.py)
 

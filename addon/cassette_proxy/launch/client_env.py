@@ -9,6 +9,7 @@ each reverse route the base-URL variables its provider's SDKs read.
 
 from __future__ import annotations
 
+import os
 import re
 import ssl
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,8 @@ from .java_truststore import java_tool_options
 NODE_PRELOAD = Path(__file__).with_name("node_preload.cjs")
 NODE_TEST_HOOKS = Path(__file__).with_name("node_test_hooks.cjs")
 """What a Node test runner requires to announce its tests (startTest/endTest): $CASSETTE_NODE_TEST_HOOKS."""
+PYTHON_SITE = Path(__file__).with_name("python_site")
+"""Put first on PYTHONPATH: its sitecustomize carries each request's test (then runs the one it hides)."""
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 CA_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "AWS_CA_BUNDLE")
@@ -112,6 +115,10 @@ def client_environment(
     env[MODE_VAR] = mode
     env["CASSETTE_PROXY_URL"] = proxy_url
     env["CASSETTE_NODE_TEST_HOOKS"] = str(NODE_TEST_HOOKS)
+    # Every Python process names the test of its requests (python_site/cassette_carrier.py), a server its caller's.
+    python_path = environ.get("PYTHONPATH", "")
+    if str(PYTHON_SITE) not in python_path.split(os.pathsep):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_SITE), python_path]))
     env.update(base_urls)
     for name, value in FRAMEWORK_DEFAULTS.items():
         env.setdefault(name, value)

@@ -27,13 +27,16 @@ class ControlError(Exception):
 
 
 class ControlClient:
-    def __init__(self, proxy_url: str, token: str, timeout: float = 30) -> None:
+    def __init__(self, proxy_url: str, token: str, timeout: float = 30, runner: str | None = None) -> None:
+        """`runner`: this process's name among several sharing the proxy (xdist workers inside `cassette run`);
+        its tests run one at a time, each start ending the one before. None: the proxy's only runner."""
         parts = urlsplit(proxy_url)
         if parts.scheme != "http" or not parts.hostname or not parts.port:
             raise ValueError(f"not a proxy URL: {proxy_url!r} (expected http://HOST:PORT)")
         self.host, self.port = parts.hostname, parts.port
         self.token = token
         self.timeout = timeout
+        self.runner = {"runner": runner, "exclusive": True} if runner is not None else {}
         self._connection: http.client.HTTPConnection | None = None
 
     def start(
@@ -41,7 +44,9 @@ class ControlClient:
     ) -> dict:
         """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...); with
         `played`, the proxy keeps what they were answered with for `played()` (the pytest plugin's `vcr` fixture)."""
-        body = {"test": test, "options": dict(options or {}), "resume": resume, **({"played": True} if played else {})}
+        body = {"test": test, "options": dict(options or {}), "resume": resume, **self.runner}
+        if played:
+            body["played"] = True
         return self.call("/v1/test/start", body)
 
     def played(self, test: str) -> dict:
@@ -50,7 +55,7 @@ class ControlClient:
 
     def end(self, test: str) -> dict:
         """Requests from now on belong to no test."""
-        return self.call("/v1/test/end", {"test": test})
+        return self.call("/v1/test/end", {"test": test, **self.runner})
 
     def close(self) -> None:
         if self._connection is not None:

@@ -53,3 +53,6 @@ if (!fetchHonoursProxyVariables && (process.env.HTTPS_PROXY || process.env.HTTP_
     )
   }
 }
+
+// Every request of this process names its test, for per-test recordings in parallel (node_test_carrier.cjs).
+require('./node_test_carrier.cjs').install()

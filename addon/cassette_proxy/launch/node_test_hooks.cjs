@@ -8,16 +8,22 @@
 //   const { startTest, endTest } = require(process.env.CASSETTE_NODE_TEST_HOOKS)
 //   beforeEach((t) => startTest(`app.test.js::${t.name}`, { scope: 'test' }))   // node:test
 //   afterEach((t) => endTest(`app.test.js::${t.name}`))
-//   beforeEach(() => startTest(expect.getState().currentTestName))               // Jest, Vitest
-//   afterEach(() => endTest(expect.getState().currentTestName))
+//   const id = () => `${path.relative(process.cwd(), expect.getState().testPath)}::${expect.getState().currentTestName}`
+//   beforeEach(() => startTest(id(), { scope: 'test' }))                          // Jest, Vitest
+//   afterEach(() => endTest(id()))
 //
 // The call goes straight to the proxy's listener in absolute form (no proxy variable, NO_PROXY
 // entry or DNS is involved) and the proxy answers it itself. Outside `cassette run` (no token)
 // both functions do nothing, so the suite still runs without the proxy.
-// One current test per proxy: run the tests of one proxy one at a time (node --test runs files
-// in parallel processes: use --test-concurrency=1, or one `cassette run` per file).
+// Workers in parallel share one proxy: each call names its runner (this process and thread), and
+// every request of this process carries its test (node_test_carrier.cjs), so each lands in its own
+// test's folder. Tests that run at the same time in one process: wrap each in withTest(id, fn).
 
 const http = require('node:http')
+const { threadId } = require('node:worker_threads')
+const carrier = require('./node_test_carrier.cjs').install()
+
+const RUNNER = threadId ? `${process.pid}.${threadId}` : String(process.pid)
 
 const OPTIONS = ['mode', 'ignore', 'repeats', 'scope', 'record_statuses']
 
@@ -63,12 +69,19 @@ function call (path, body) {
 function startTest (test, options = {}) {
   const unknown = Object.keys(options).filter((name) => !OPTIONS.includes(name))
   if (unknown.length) return Promise.reject(new Error(`cassette: unknown test option(s) ${unknown.join(', ')}; use ${OPTIONS.join(', ')}`))
-  return call('/v1/test/start', { test, options })
+  if (process.env.CASSETTE_CONTROL_TOKEN) carrier.start(test)
+  return call('/v1/test/start', { test, options, runner: RUNNER })
 }
 
 // Requests from now on belong to no test.
 function endTest (test) {
-  return call('/v1/test/end', { test })
+  carrier.end(test)
+  return call('/v1/test/end', { test, runner: RUNNER })
 }
 
-module.exports = { startTest, endTest }
+// The requests `fn` makes (and everything it awaits) belong to `test`, whatever else runs in this process.
+function withTest (test, fn) {
+  return carrier.run(test, fn)
+}
+
+module.exports = { startTest, endTest, withTest }

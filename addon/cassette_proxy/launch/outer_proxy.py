@@ -121,7 +121,8 @@ class OuterProxy:
 
     def control(self) -> ControlClient:
         if self._control is None:
-            self._control = ControlClient(self.url, self.token)
+            # Named: xdist workers share this proxy, each request names its worker's test (its carrier).
+            self._control = ControlClient(self.url, self.token, runner=str(os.getpid()))
         return self._control
 
     def client_env(self, environ: Mapping[str, str]) -> dict[str, str]:

@@ -25,7 +25,9 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
+from ..core import redact
 from ..core.atomic_write import remove_stale_temp_files
+from ..core.browser_background import background_of
 from ..core.cassette_file import CassetteError
 from ..core.hosts import is_loopback
 from ..core.key import KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
@@ -73,7 +75,7 @@ class CassetteAddon:
         self.replayer = Replayer()
         self.preloading: asyncio.Task[None] | None = None
         self.sequencer = Sequencer()
-        self.control = CurrentTest()
+        self.control = CurrentTest(self.report)
         self.control.on_start = self._test_started
         self.played = PlayedLog(self.recorder.wait_idle)
         """What the current test's requests were answered with, when its runner asks (the `vcr` fixture)."""
@@ -92,7 +94,7 @@ class CassetteAddon:
 
     def _test_started(self, test: str, resume: bool) -> None:
         self.sequencer.start(test, resume)
-        self.played.start(test, self.control.played_wanted, resume)
+        self.played.start(test, test in self.control.played_tests, resume)
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
@@ -125,7 +127,7 @@ class CassetteAddon:
         run_rules = RequestRules(
             None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
         )
-        self.control.configure(run.control_token, run_rules)
+        self.control.configure(run.control_token, run_rules, run.unattributed)
 
     def running(self) -> None:
         run = self._run()
@@ -186,8 +188,9 @@ class CassetteAddon:
         if route != FORWARD:
             host = normal_host(flow.request.host)  # the route's upstream
         self.report.took_route(route)
-        # The run's rules, or the current test's (control_channel.py): read once per request.
-        rules = self.control.rules
+        # The rules of the request's own test (control_channel.py), its carrier taken off: once per request.
+        verdict = self.control.rules_for(flow.request)
+        rules = state.rules = verdict.rules
         run = self._run()
         covered = rules.mode != "off" and run.hosts.covers(host, flow.request.path)
         if rules.mode != "off" and self._answered_aside(flow, state, host, rules.mode, covered):
@@ -196,6 +199,13 @@ class CassetteAddon:
             state.outcome = "passthrough"
             self.report.passed_through(host)
             return
+        if verdict.refusal is not None:  # never filed under a guessed test's folder
+            state.outcome = "error"
+            self.report.error(answers.unattributed(flow, verdict.refusal))
+            return
+        if verdict.shared_instead is not None:  # the user asked for the shared scope instead of a refusal
+            url = redact.loggable_url(flow.request.pretty_url.split("?", 1)[0])
+            self.report.test_notice(f"{flow.request.method} {url} in the shared scope: {verdict.shared_instead}")
         facts = request_facts(flow.request, run.read_headers, host)
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
         key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
@@ -222,6 +232,11 @@ class CassetteAddon:
             return True
         if sink := self.telemetry.match(request, host):
             self.telemetry.handle(flow, state, mode, sink)
+            return True
+        if not covered and background_of(host) is not None:  # a browser's own traffic (Playwright's chromium)
+            state.outcome = "browser_background"
+            self.report.browser_request()
+            answers.browser_background(flow)
             return True
         if mode == "replay" and not covered and not is_loopback(host) and host not in run.allowed_hosts:
             state.outcome = "offline"
@@ -345,7 +360,7 @@ class CassetteAddon:
                 return  # nothing to save here; a stream is saved by its recorder
             if flow.response.status_code == 101:  # a WebSocket session follows: recorded as one, never as a 101
                 target, state.target = state.target, None
-                self.sessions.upgraded(flow, flow.response, target, self.control.rules)
+                self.sessions.upgraded(flow, flow.response, target, state.rules or self.control.rules)
                 return
             writing = self.recorder.save_whole(flow.response, state.target)
             if writing and (failure := await writing):

@@ -111,6 +111,24 @@ def offline(flow: http.HTTPFlow, host: str, hosts: HostScope) -> Offline:
     return Offline(host=host, method=method, url=url)
 
 
+def browser_background(flow: http.HTTPFlow) -> None:
+    """204 for a browser's own background request (core/browser_background.py): nothing new, never forwarded."""
+    flow.response = http.Response.make(204, b"", {"x-cassette": "browser-background"})
+
+
+def unattributed(flow: http.HTTPFlow, problem: str) -> ErrorEntry:
+    """428 for a request in the test scope whose test cannot be named: a guessed folder would misfile it silently."""
+    request = flow.request
+    url = redact.loggable_url(request.pretty_url.split("?", 1)[0])
+    message = (
+        f"cassette_unattributed: refused {request.method} {url}: no test can be named for it in the test scope: "
+        f"{problem}. Nothing was recorded or replayed."
+    )
+    flow.response = error_response(428, "cassette_unattributed", message)
+    log.warning(message)
+    return ErrorEntry(ErrorKind.UNATTRIBUTED, message, url=url)
+
+
 def unusable_cassette(flow: http.HTTPFlow, path: str, error: Exception) -> ErrorEntry:
     """500 for a cassette that cannot be used: a broken file must not look like a miss (a re-record would paper
     over it)."""

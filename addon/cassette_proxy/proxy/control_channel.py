@@ -17,8 +17,12 @@ command line; a request without it, or with another, gets 403 and changes
 nothing, so no client traffic can switch the test or its rules. Without a token
 the channel refuses everything.
 
-One current test per proxy: runners that run tests concurrently against one
-proxy cannot tell them apart (pytest-xdist gives each worker its own proxy).
+Many runners may share one proxy (vitest's workers, `node --test` files): each
+names itself in its calls (`"runner": "<pid>"`), each request names its test
+with a carrier (core/attribution.py), and `rules_for` gives every request the
+rules of its own test. A runner's start while its previous test still runs, an
+end of a test that does not run: both are counted in the run report's
+`test_notices`, which the run's summary prints.
 """
 
 from __future__ import annotations
@@ -26,16 +30,18 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mitmproxy import http
 
+from ..core.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
 from ..core.defaults import MODES, REPEATS
 from ..core.key import KeyCache, parse_ignore_paths
 from ..core.per_test import SCOPES
 from ..core.printable import logger
 from ..core.record_statuses import parse_record_statuses
+from ..core.report import Report
 from .errors import error_response, json_response
 
 log = logger(__name__)
@@ -66,34 +72,106 @@ UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", (), KeyCache((), 
 """The rules before configure() has run: replay, the mode that never reaches the network."""
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The rules one request follows, and why it must be refused when no test can be named for it."""
+
+    rules: RequestRules
+    refusal: str | None = None
+    """Set when the request's test is ambiguous and its folder depends on it (a test-scoped run or test)."""
+    shared_instead: str | None = None
+    """The same, with `cassette_unattributed=shared`: why the request follows the run's rules in the shared scope."""
+
+
+LEGACY_RUNNER = ""
+"""A runner that does not name itself (the pytest plugin with a proxy of its own, an older helper): one test at a
+time, a start ends the one before. A named runner does the same when its start says `"exclusive": true`."""
+
+
+@dataclass(slots=True)
+class RunningTest:
+    rules: RequestRules
+    options: dict[str, Any]
+    runner: str
+
+
+@dataclass(slots=True)
+class Runner:
+    tests: list[str] = field(default_factory=list)
+    """Its tests that run now, in the order they started."""
+
+
 class ControlError(ValueError):
     """A control request this proxy cannot act on; the message says why (answered 400)."""
 
 
 class CurrentTest:
-    """The current test and its rules; `rules` is read once per request, so it is always a ready object."""
+    """The tests that run now and their rules; `rules_for` is called once per request."""
 
-    def __init__(self) -> None:
+    def __init__(self, report: Report | None = None) -> None:
         self.token = ""
+        self.report = report
+        """Where the announcements that went wrong are counted (`test_notices`)."""
         self.run_rules = UNCONFIGURED
         """The run's options: what a request outside any test follows."""
-        self.rules = UNCONFIGURED
-        self.test_options: dict[str, Any] = {}
+        self.unattributed = "refuse"
+        """`cassette_unattributed`: refuse an ambiguous request in the test scope, or give it the shared scope."""
+        self.running: dict[str, RunningTest] = {}
+        self.runners: dict[str, Runner] = {}
+        """Every runner that announced a test in this run, running one now or not."""
         self.on_start = lambda test, resume: None
         """Called when a test starts (the sequencer resets its counters unless the test resumes)."""
-        self.played_wanted = False
-        """The current test asked the proxy to keep what its requests were answered with (`"played": true`)."""
+        self.played_tests: set[str] = set()
+        """Running tests that asked the proxy to keep what their requests were answered with (`"played": true`)."""
         self.on_played: Callable[[str], dict] = lambda test: {"test": test, "interactions": None}
         self.on_run_start: Callable[[], dict] = lambda: {"run": "started"}
         self.on_run_end: Callable[[], dict] = lambda: {"report": None}
         """A run starts or ends on this proxy (proxy/runs.py sets both)."""
 
-    def configure(self, token: str, run_rules: RequestRules) -> None:
-        """The run's options changed: rebuild the current rules (a running test keeps its own on top)."""
+    @property
+    def rules(self) -> RequestRules:
+        """The rules of a request without a carrier when at most one test runs: that test's, or the run's."""
+        if len(self.running) == 1:
+            return next(iter(self.running.values())).rules
+        return self.run_rules
+
+    def configure(self, token: str, run_rules: RequestRules, unattributed: str = "refuse") -> None:
+        """The run's options changed: rebuild the tests' rules (a running test keeps its own on top)."""
         self.token = token
         self.run_rules = run_rules
-        test = self.rules.test
-        self.rules = self._rules_for(test, self.test_options)[0] if test is not None else run_rules
+        self.unattributed = unattributed
+        for test, running in self.running.items():
+            running.rules = self._rules_for(test, running.options)[0]
+
+    def rules_for(self, request: http.Request) -> Verdict:
+        """The rules of this request's test; its carrier is taken off, so no key, cassette or upstream sees it."""
+        headers = request.headers
+        header = headers.pop(TEST_HEADER, None)
+        member = None
+        baggage = headers.get(BAGGAGE_HEADER)
+        if baggage is not None and BAGGAGE_MEMBER in baggage:
+            member, rest = without_member(baggage)
+            if rest:
+                headers[BAGGAGE_HEADER] = rest
+            else:
+                del headers[BAGGAGE_HEADER]
+        if header is None and member is None and len(self.running) <= 1 and len(self.runners) <= 1:
+            return Verdict(self.rules)  # a serial runner: the one current test, as before any carrier
+        found = attribute(carried(header, member), self.running.keys(), len(self.runners))
+        if found.problem is not None:
+            scoped = self.run_rules.scope == "test" or any(t.rules.scope == "test" for t in self.running.values())
+            if not scoped:
+                return Verdict(self.run_rules)
+            if self.unattributed == "shared":
+                return Verdict(replace(self.run_rules, scope="shared"), shared_instead=found.problem)
+            return Verdict(self.run_rules, found.problem)
+        if found.test is None:
+            return Verdict(self.run_rules)
+        running = self.running.get(found.test)
+        if running is not None:
+            return Verdict(running.rules)
+        # A test this proxy was not told of (announced to another proxy, or already ended): the run's rules.
+        return Verdict(replace(self.run_rules, test=found.test))
 
     def answer(self, flow: http.HTTPFlow) -> None:
         """Answer a request to the control host; it never leaves the proxy."""
@@ -117,9 +195,20 @@ class CurrentTest:
             flow.response = error_response(400, "cassette_control_invalid", f"cassette control: {e}")
 
     def end_test(self) -> None:
-        """No test runs any more: requests follow the run's rules."""
-        self.rules, self.test_options = self.run_rules, {}
-        self.played_wanted = False
+        """No test runs any more, no runner is known: requests follow the run's rules (a new run)."""
+        self.running.clear()
+        self.runners.clear()
+        self.played_tests.clear()
+
+    @property
+    def played_wanted(self) -> bool:
+        """Some running test keeps what its requests were answered with: one cheap test on the hit path."""
+        return bool(self.played_tests)
+
+    def _notice(self, message: str) -> None:
+        log.warning(f"cassette control: {message}")
+        if self.report is not None:
+            self.report.test_notice(message)
 
     def _act(self, request: http.Request) -> dict:
         path = request.path.split("?", 1)[0]
@@ -141,11 +230,13 @@ class CurrentTest:
             raise ControlError(f'{path} needs {{"test": "<test id>"}}, got {body!r:.200}')
         if path == "/v1/test/played":
             return self.on_played(test)
+        runner_name = body.get("runner", LEGACY_RUNNER)
+        if not isinstance(runner_name, str):
+            raise ControlError(f'"runner" must be a string (the process id), got {runner_name!r:.100}')
+        runner = self.runners.setdefault(runner_name, Runner())
+        who = f" in runner {runner_name}" if runner_name else ""
         if path == "/v1/test/end":
-            ended = self.rules.test
-            if ended != test:
-                log.warning(f"cassette control: end of {test!r}, but the current test is {ended!r}")
-            self.end_test()
+            self._end(test, runner, who)
             return {"test": None, "ended": test}
         options = body.get("options") or {}
         if not isinstance(options, dict):
@@ -153,10 +244,43 @@ class CurrentTest:
         rules, applied, ignored = self._rules_for(test, options)
         for name, reason in ignored.items():
             log.warning(f"cassette control: test {test}: option {name!r} ignored: {reason}")
-        self.rules, self.test_options = rules, options
-        self.played_wanted = body.get("played") is True
+        if runner.tests and test not in runner.tests:
+            if runner_name == LEGACY_RUNNER or body.get("exclusive") is True:
+                self._end_all(runner)  # one test at a time: the start ends the one before (the pytest plugin)
+            else:
+                self._notice(f"start of {test}{who} while {', '.join(runner.tests)} had not ended")
+        if test in self.running and self.running[test].runner != runner_name:
+            other = self.running[test].runner
+            self._notice(f"start of {test}{who} while it runs in runner {other or 'unnamed'}: two tests share its id")
+            self._end_one(test)
+        self.running[test] = RunningTest(rules, options, runner_name)
+        if test not in runner.tests:
+            runner.tests.append(test)
+        if body.get("played") is True:
+            self.played_tests.add(test)
+        else:
+            self.played_tests.discard(test)
         self.on_start(test, bool(body.get("resume")))
         return {"test": test, "applied": applied, "ignored": ignored}
+
+    def _end(self, test: str, runner: Runner, who: str) -> None:
+        if test in runner.tests:
+            self._end_one(test)
+            return
+        current = ", ".join(runner.tests) or "none"
+        self._notice(f"end of {test}{who}, which was not running there (its current test: {current})")
+        if runner is self.runners.get(LEGACY_RUNNER):  # one test at a time: the end ends it whatever its name
+            self._end_all(runner)
+
+    def _end_one(self, test: str) -> None:
+        self.played_tests.discard(test)
+        running = self.running.pop(test, None)
+        if running is not None and (owner := self.runners.get(running.runner)) is not None:
+            owner.tests = [t for t in owner.tests if t != test]
+
+    def _end_all(self, runner: Runner) -> None:
+        for test in list(runner.tests):
+            self._end_one(test)
 
     def _rules_for(self, test: str, options: dict[str, Any]) -> tuple[RequestRules, dict, dict[str, str]]:
         """The run's rules with a test's options on top; raises ControlError for a value that is wrong."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import redact
+from ..core.attribution import UNATTRIBUTED
 from ..core.cassette_file import DEFAULT_MAX_SIZE
 from ..core.defaults import (
     DEFAULT_DIR,
@@ -250,6 +251,16 @@ OPTIONS: tuple[Option, ...] = (
         SCOPES,
     ),
     Option(
+        "cassette_unattributed",
+        str,
+        "refuse",
+        "What a request in the test scope gets when no test can be named for it (tests of several runners run and "
+        "it carries no x-cassette-test header or cassette-test baggage member): refuse answers 428 "
+        "cassette_unattributed and counts an error; shared records and replays it in the shared scope, with a "
+        "line in the run's test notices.",
+        UNATTRIBUTED,
+    ),
+    Option(
         "cassette_control_token",
         str,
         _from_env(TOKEN_VAR, ""),
@@ -289,6 +300,7 @@ class RunOptions:
     record_statuses: frozenset[int]
     repeats: str
     scope: str
+    unattributed: str
     session_ignore: tuple[str, ...]
     upstream_timeout: int
     max_size: int
@@ -392,6 +404,7 @@ def parse_options(opts: Any) -> RunOptions:
         ),
         repeats=parse_choice("cassette_repeats", opts.cassette_repeats, REPEATS),
         scope=parse_choice("cassette_scope", opts.cassette_scope, SCOPES),
+        unattributed=parse_choice("cassette_unattributed", opts.cassette_unattributed, UNATTRIBUTED),
         session_ignore=session_ignore,
         upstream_timeout=parse_at_least(
             "cassette_upstream_timeout", opts.cassette_upstream_timeout, 1, "a whole number of seconds above 0"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mitmproxy import http
 
+    from .control_channel import RequestRules
     from .record import RecordTarget
     from .stream_recorder import StreamRecorder
 
@@ -17,8 +18,8 @@ METADATA_KEY = "cassette"
 @dataclass(slots=True)
 class FlowState:
     outcome: str | None = None
-    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, session: set once the
-    request hook has decided."""
+    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, browser_background,
+    session: set once the request hook has decided."""
     target: RecordTarget | None = None
     """Where a forwarded request's response will be saved (record and update modes)."""
     recorder: StreamRecorder | None = None
@@ -27,12 +28,15 @@ class FlowState:
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
     session_replay: bool = False
     """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
+    rules: RequestRules | None = None
+    """The rules of the request's own test (control_channel.py), for the hooks after `request`."""
 
     @property
     def answered_here(self) -> bool:
         """The addon made the response itself (whole), so the response hooks have nothing to do."""
         return (
-            self.outcome in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control")
+            self.outcome
+            in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control", "browser_background")
             and not self.timed_replay
         )
 
