@@ -94,6 +94,32 @@ def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward
     assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
 
 
+def test_two_conversations_to_one_model_url_record_in_one_run_and_replay_offline_in_either_order(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    """Two tests to one model (the same `session.update`, another user text): both recorded in one record run,
+    each replayed with its own answer whatever the order; a third conversation misses with the nearest's diff."""
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    hello = session(recorder, "openai", "Say hello")
+    goodbye = session(recorder, "openai", "Say goodbye")
+    session(recorder, "openai", "Say hello")  # recorded already: run live (its ids are new), the recording kept
+    report = recorder.stop()
+    assert report["counts"] | {"recorded": 2, "overwritten": 0, "upstream": 3, "misses": 0} == report["counts"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 2
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    assert session(player, "openai", "Say goodbye") == goodbye
+    assert session(player, "openai", "Say hello") == hello  # the first recording's random ids: never rewritten
+    changed = session(player, "openai", "Say hi")
+    report = player.stop()
+    assert answer_text(goodbye["events"]) == "Echo: Say goodbye "
+    assert report["counts"] | {"hits": 2, "misses": 1, "upstream": 0} == report["counts"]
+    error = next(e for e in changed["events"] if e["type"] == "error")["error"]
+    assert "the nearest of the 2 sessions recorded for this URL" in error["message"]
+    assert error["differences"] == ['item.content[0].text: "Say hello" → "Say hi"']
+
+
 def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
     start_proxy, realtime_upstream, cassette_dir
 ):

@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from cassette_proxy.core.atomic_write import write_new
 from cassette_proxy.core.cassette_file import CassetteError, dumps, load, parse
 from cassette_proxy.core.replay_cache import replay_of
 from cassette_proxy.core.session_file import (
@@ -14,6 +15,7 @@ from cassette_proxy.core.session_file import (
     read_session,
     redact_frames,
     restored_payload,
+    session_files,
     stored_frames,
 )
 from session_samples import client, realtime_frames, server, session_cassette, write_session
@@ -200,3 +202,26 @@ def test_the_recorded_close_is_kept(tmp_path):
     path = write_session(tmp_path, realtime_frames(), Close("server", 1000, "done"))
     cassette = load(path, tmp_path)
     assert read_session(path, cassette, tmp_path).close == Close("server", 1000, "done")
+
+
+def test_the_sessions_of_one_url_are_its_key_and_the_numbered_files_beside_it_in_number_order(tmp_path):
+    key = "0123456789abcdef" * 2
+    names = [f"{key}.json", f"{key}.10.json", f"{key}.2.json", f"{key}.2.abc.bin", f".{key}.3.json.x.tmp",
+             f"{key}.02.json", f"{key}.x.json", "f" * 32 + ".2.json"]  # fmt: skip
+    for name in names:
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in session_files(tmp_path / f"{key}.json")] == [
+        f"{key}.json",
+        f"{key}.2.json",
+        f"{key}.10.json",
+    ]
+    (tmp_path / f"{key}.json").unlink()
+    assert [p.name for p in session_files(tmp_path / f"{key}.json")] == [f"{key}.2.json", f"{key}.10.json"]
+    assert session_files(tmp_path / "missing" / f"{key}.json") == []
+
+
+def test_a_new_file_is_written_only_where_none_is(tmp_path):
+    path = tmp_path / "a" / "s.json"
+    assert write_new(path, b"first")
+    assert not write_new(path, b"second")  # another writer got there first: nothing changed
+    assert path.read_bytes() == b"first" and [p.name for p in path.parent.iterdir()] == ["s.json"]

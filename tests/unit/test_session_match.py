@@ -10,10 +10,12 @@ from cassette_proxy.core.session_match import (
     OPENAI,
     MatchSettings,
     Miss,
+    SessionChoice,
     SessionScript,
     close_reason,
     message_digest,
     miss_event,
+    same_conversation,
     shape_of,
 )
 from cassette_proxy.core.volatile import parse_value_patterns
@@ -133,3 +135,62 @@ def test_a_close_reason_fits_a_control_frame():
     reason = close_reason("cassette_miss: " + "é" * 200)
     assert len(reason.encode()) <= 123 and reason.startswith("cassette_miss: é")
     assert close_reason("short") == "short"
+
+
+def choice(*texts: str) -> SessionChoice:
+    """One recorded conversation per user text, all to one URL: `s0.json`, `s1.json`, …"""
+    return SessionChoice([(f"s{i}.json", script(realtime_frames(text, f"Answer {i}"))) for i, text in enumerate(texts)])
+
+
+def answers(played: SessionChoice, text: str) -> list[str]:
+    """The text deltas a client sending the conversation of `text` is answered with."""
+    deltas = []
+    for message in recorded_client_messages(realtime_frames(text)):
+        result = played.answer(payload({**message, "event_id": "evt_live"}))
+        assert not isinstance(result, Miss), result
+        deltas += [json.loads(f.payload).get("delta", "") for f in result[1]]
+    return [d for d in deltas if d]
+
+
+@pytest.mark.parametrize("order", [("Say hello", "Say goodbye"), ("Say goodbye", "Say hello")])
+def test_conversations_sharing_a_url_and_their_first_message_each_get_their_own_answer(order):
+    """Two tests to one model: the same `session.update`, another user text at message 2; any order."""
+    for text in order:
+        played = choice("Say hello", "Say goodbye")
+        expected = "0" if text == "Say hello" else "1"
+        assert answers(played, text) == ["Answer ", f"{expected} "]
+        assert played.cassette == f"s{expected}.json" and played.finished
+
+
+def test_a_conversation_matching_none_misses_with_the_nearest_ones_diff():
+    played = choice("Say hello", "Say goodbye", "Say hi")
+    first, second, _ = recorded_client_messages(realtime_frames("Say hi"))
+    assert not isinstance(played.answer(payload(first)), Miss)
+    miss = played.answer(payload(json.loads(json.dumps(second).replace("Say hi", "Say hiya"))))
+    assert isinstance(miss, Miss) and miss.number == 2
+    assert miss.differences == ['item.content[0].text: "Say hi" → "Say hiya"']
+    assert played.cassette == "s2.json"  # the nearest: one difference, as the others have
+    message = miss.message(played.cassette, "To record it: `x`.", played.candidates)
+    assert "s2.json (the nearest of the 3 sessions recorded for this URL)" in message
+    assert message.endswith("To record it: `x`.")
+
+
+def test_a_longer_conversation_sharing_the_prefix_is_not_finished_with_the_shorter():
+    short = realtime_frames("Say hello")
+    longer = [*short, client(500, {"type": "response.create"}), server(600, {"type": "response.done"})]
+    played = SessionChoice([("short.json", script(short)), ("long.json", script(longer))])
+    for message in recorded_client_messages(short):
+        assert not isinstance(played.answer(payload(message)), Miss)
+    assert not played.finished and played.cassette == "short.json"
+    _, replies = played.answer(payload({"type": "response.create"}))
+    assert played.cassette == "long.json" and played.finished
+    assert [json.loads(f.payload)["type"] for f in replies] == ["response.done"]
+
+
+def test_a_conversation_is_the_same_when_every_client_message_matches_and_none_is_left():
+    frames = realtime_frames("Say hello")
+    session = Session(tuple(frames), None, DEFAULTS.session_ignore)
+    messages = [payload({**m, "event_id": "other"}) for m in recorded_client_messages(frames)]
+    assert same_conversation(session, messages, DEFAULTS)
+    assert not same_conversation(session, messages[:2], DEFAULTS)  # a prefix is another conversation
+    assert not same_conversation(session, [*messages, payload({"type": "x"})], DEFAULTS)

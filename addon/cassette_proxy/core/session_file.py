@@ -24,6 +24,7 @@ import binascii
 import copy
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -351,6 +352,23 @@ def _check_close(path: Path | str, close: Any) -> None:
         raise CassetteError(path, f"session.close.code must be a WebSocket close code (1000 to 4999), not {code!r}")
     if not isinstance(reason, str) or len(reason.encode("utf-8", "surrogatepass")) > MAX_REASON_BYTES:
         raise CassetteError(path, f"session.close.reason must be a string of at most {MAX_REASON_BYTES} bytes")
+
+
+def session_files(path: Path) -> list[Path]:
+    """The files that may hold the sessions recorded for the upgrade whose cassette is `path` (`<key>.json`):
+    it, then every `<key>.<n>.json` beside it (the other conversations to that URL), in name order. Temp files (`.<name>.tmp`) and sidecars (`.bin`) are not among them."""
+    stem = path.name.removesuffix(".json")
+    try:
+        names = set(os.listdir(path.parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    numbers = sorted(
+        int(middle)
+        for name in names
+        if name.startswith(f"{stem}.") and name.endswith(".json")
+        and (middle := name[len(stem) + 1 : -len(".json")]).isdigit() and middle[0] != "0"
+    )  # fmt: skip
+    return ([path] if path.name in names else []) + [path.parent / f"{stem}.{n}.json" for n in numbers]
 
 
 def sidecar_of(path: Path, cassette: dict[str, Any]) -> Path | None:
