@@ -36,7 +36,11 @@ def realtime_upstream(tmp_path, upstream_certificate):
 
 def run_client(env: dict[str, str], *args: str) -> dict:
     done = subprocess.run(
-        [sys.executable, str(CLIENT), *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+        [sys.executable, str(CLIENT), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=int(os.environ.get("RT_TIMEOUT", "120")),
     )
     assert done.returncode == 0 and done.stdout, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -143,7 +147,7 @@ def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
     realtime_upstream.stop()
 
     player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
-    assert session(player, "gemini", "What is the weather in Paris?") == tool_call
+    assert session(player, "gemini", "What is the weather in Paris?") == tool_call  # `bytes`: each frame's digest
     assert session(player, "genai", "Say hello") == genai
     missed = session(player, "genai", "Say goodbye")
     report = player.stop()
@@ -155,6 +159,22 @@ def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
     assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
     for cassette_file in cassette_dir.rglob("*.json"):
         assert "key=" not in json.loads(cassette_file.read_text())["request"]["url"]
+
+
+def test_google_genai_live_recorded_forward_replays_through_a_reverse_route(tmp_path, realtime_upstream):
+    """google-genai's Live URL is `//ws/…` through HTTPS_PROXY and `/ws/…` from GOOGLE_GEMINI_BASE_URL: one key."""
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(realtime_upstream)}
+    command = ["sh", "-c", f"{shlex.quote(sys.executable)} {shlex.quote(str(CLIENT))} genai 'Say hello' > out.txt"]
+    recorded = cassette("run", "--mode", "record", "--strict", "--", *command, cwd=tmp_path, env=env)
+    assert recorded.returncode == 0 and "1 recorded" in recorded.stderr, recorded.stderr
+    forward = json.loads((tmp_path / "out.txt").read_text())
+    realtime_upstream.stop()
+
+    reverse = ("--reverse", "gemini=https://generativelanguage.googleapis.com")
+    replayed = cassette("run", "--strict", *reverse, "--", *command, cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "1 hits, 0 misses" in replayed.stderr and "routes: forward 0, gemini 1" in replayed.stderr
+    assert json.loads((tmp_path / "out.txt").read_text()) == forward
 
 
 SUITE = (

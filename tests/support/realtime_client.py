@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 
@@ -70,7 +71,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
     """Gemini Live with the `websockets` library, the key in the URL as Google's samples put it."""
     import websockets
 
-    events, closed, binary = [], None, []
+    events, closed, binary, digests = [], None, [], []
     url = GEMINI_URL.format(key=os.environ.get("GEMINI_API_KEY", FAKE_GEMINI_KEY))
     try:
         async with websockets.connect(url) as ws:
@@ -82,6 +83,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
             )
             async for raw in ws:
                 binary.append(isinstance(raw, bytes))
+                digests.append(hashlib.sha256(raw if isinstance(raw, bytes) else raw.encode()).hexdigest()[:16])
                 message = json.loads(raw)
                 events.append(message)
                 if "toolCall" in message:
@@ -94,7 +96,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
                     break
     except websockets.ConnectionClosed as e:
         closed = {"code": e.rcvd.code, "reason": e.rcvd.reason} if e.rcvd else {"code": None, "reason": ""}
-    return {"events": events, "closed": closed, "binary": binary}
+    return {"events": events, "closed": closed, "binary": binary, "bytes": digests}
 
 
 async def genai_session(text: str, model: str = "gemini-live-2.5-flash") -> dict:

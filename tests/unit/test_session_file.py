@@ -49,9 +49,42 @@ def test_json_that_would_not_come_back_the_same_is_kept_as_text():
     assert [entry.get("text") for entry in stored] == ['{"a": NaN}', '{"a": 1, "a": 2}']
 
 
-def test_a_json_frame_goes_back_compact_with_the_same_value():
-    stored, _ = stored_frames([Frame(False, 0, True, b'{ "type" : "x", "n" : 1.5 }')])
-    assert restored_payload(stored[0], b"") == b'{"type":"x","n":1.5}'
+@pytest.mark.parametrize(
+    ("sent", "json_format"),
+    [
+        (b'{"type":"x","n":1.5,"t":"\xc3\xa9"}', None),  # compact, OpenAI's
+        (b'{"setupComplete": {}, "n": [1, 2]}', "spaced"),  # Python's json.dumps
+        (b'{\n  "serverContent": {\n    "turnComplete": true\n  }\n}', "indented"),  # Google's printers
+        (b'{"t": "\\u00e9"}', "spaced-ascii"),
+    ],
+)
+def test_a_server_json_frame_is_stored_readable_and_goes_back_byte_for_byte(sent, json_format):
+    for is_text in (True, False):  # Gemini sends its JSON in binary frames
+        stored, _ = stored_frames([Frame(False, 0, is_text, sent)])
+        assert "json" in stored[0] and stored[0].get("json_format") == json_format
+        assert restored_payload(stored[0], b"") == sent
+
+
+def test_server_json_no_known_encoding_gives_back_is_kept_exactly_and_a_clients_by_value():
+    odd = b'{ "type" : "x", "n" : 1.5 }'
+    stored, _ = stored_frames(
+        [Frame(False, 0, True, odd), Frame(False, 1, False, odd + b"\n"), Frame(True, 2, True, odd)]
+    )
+    assert stored[0] == {"from": "server", "ms": 0, "frame": "text", "text": odd.decode()}
+    assert restored_payload(stored[1], b"") == odd + b"\n" and "base64" in stored[1]
+    assert stored[2]["json"] == {"type": "x", "n": 1.5}  # matched by value, never sent: kept readable
+
+
+def test_a_json_format_is_named_only_on_json_frames_and_from_the_known_ones():
+    cassette, _, _ = session_cassette([server(0, {"a": 1})])
+    for bad in ({"json_format": "pretty"}, {"json_format": "spaced", "json": None, "text": "x"}):
+        broken = copy.deepcopy(cassette)
+        frame = broken["session"]["frames"][0]
+        frame.update(bad)
+        if "text" in bad:
+            del frame["json"]
+        with pytest.raises(CassetteError, match="json_format must be one of"):
+            parse("s.json", dumps(broken))
 
 
 def test_long_base64_strings_and_binary_frames_live_in_the_sidecar(tmp_path):

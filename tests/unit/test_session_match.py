@@ -194,3 +194,15 @@ def test_a_conversation_is_the_same_when_every_client_message_matches_and_none_i
     assert same_conversation(session, messages, DEFAULTS)
     assert not same_conversation(session, messages[:2], DEFAULTS)  # a prefix is another conversation
     assert not same_conversation(session, [*messages, payload({"type": "x"})], DEFAULTS)
+
+
+def test_a_waiting_client_is_led_by_a_recording_that_answered_it_there():
+    """Gemini: one client sent `setup` and its text back to back, another waited for `setupComplete`."""
+    setup, text = {"setup": {"model": "m"}}, {"clientContent": {"turns": []}}
+    eager = [client(0, setup), client(1, text), server(5, {"setupComplete": {}}), server(9, {"serverContent": {}})]
+    waiting = [client(0, setup), server(5, {"setupComplete": {}}), client(7, text), server(9, {"serverContent": {}})]
+    played = SessionChoice([("eager.json", script(eager)), ("waiting.json", script(waiting))])
+    assert not isinstance(played.answer(payload(setup)), Miss) and played.cassette == "eager.json"
+    played.lead_with_an_answer()
+    assert played.cassette == "waiting.json" and played.turn(1) == (0, [waiting[1]])
+    assert not played.chosen  # both still match: the next message may yet choose the eager one

@@ -217,6 +217,12 @@ class SessionChoice:
         """One session is left: what it recorded is what the client gets."""
         return len(self.survivors) == 1
 
+    def lead_with_an_answer(self) -> None:
+        """The client is waiting: lead with the first session whose recording answered it here. A recording where
+        the client sent its next message before any answer cannot be the one a waiting client is in."""
+        number = self.matched
+        self.survivors.sort(key=lambda entry: not (entry[1].turns[number - 1][2] if number else entry[1].opening))
+
     def turn(self, number: int) -> tuple[int, list[Frame]]:
         """The leader's turn `number`: (the recorded client message's ms, the server messages sent after it);
         turn 0 is the opening, sent on connect."""

@@ -207,7 +207,13 @@ class _Connection:
         if play.choice.chosen:
             self._release()
         else:
-            self.hold = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._release)
+            self.hold = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._quiet)
+
+    def _quiet(self) -> None:
+        """The client sent nothing while several sessions matched: it waits for an answer."""
+        if self.play is not None and not self.done:
+            self.play.choice.lead_with_an_answer()
+        self._release()
 
     def _release(self) -> None:
         """Queue every turn matched and not yet sent, as the leading session recorded it."""
