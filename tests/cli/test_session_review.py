@@ -68,6 +68,14 @@ def test_show_prints_a_sessions_turns_tool_calls_and_close(tmp_path, capsys):
         assert line in out.splitlines()
 
 
+def test_ls_shows_a_sessions_model_and_first_user_text_from_its_messages(tmp_path, capsys):
+    """Gemini's model is in its `setup` message, not in the URL."""
+    write_session(tmp_path, gemini_session(), url=GEMINI_URL)
+    assert main(["ls", str(tmp_path)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "models/gemini-live" in line and line.endswith("Hello there") and "  -  " not in line
+
+
 def test_view_shows_a_gemini_session_as_a_conversation_with_its_timeline(tmp_path):
     path = write_session(tmp_path, gemini_session(), url=GEMINI_URL)
     cassette_id = path.relative_to(tmp_path).as_posix()
