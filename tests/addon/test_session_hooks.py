@@ -195,7 +195,11 @@ def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
 
 @pytest.mark.parametrize(
     ("code", "by_client", "why"),
-    [(1006, True, "cut off before its close frame"), (1006, False, "cut off"), (1011, False, "a server failure")],
+    [
+        (1006, True, "cut off before its close frame (close code 1006: the client dropped the connection"),
+        (1006, False, "the upstream dropped the connection; the client was closed with code 1000 by mitmproxy"),
+        (1011, False, "a server failure"),
+    ],
 )
 def test_a_session_cut_off_or_failed_is_not_saved_and_the_report_says_why(proxy, code, by_client, why):
     addon = record(proxy, recorded_flow(code, by_client))

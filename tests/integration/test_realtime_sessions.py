@@ -75,6 +75,7 @@ def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward
     assert report["counts"]["recorded"] == 1 and report["counts"]["upstream"] == 2
     assert [e["type"] for e in report["errors"]] == ["session_incomplete"]  # the cut session: an error, no cassette
     assert "gpt-realtime-cut" in report["errors"][0]["url"]
+    assert cut["closed"] is None and "closed with code 1000 by mitmproxy" in report["errors"][0]["message"]
     [saved] = cassette_dir.rglob("*.json")
     assert saved.parent == cassette_dir / "api.openai.com" / "v1" / "realtime"
     assert json.loads(saved.read_text())["session"]["close"] == {"by": "client", "code": 1000, "reason": ""}

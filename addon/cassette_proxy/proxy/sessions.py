@@ -291,10 +291,15 @@ class Sessions:
         by = "client" if websocket.closed_by_client else "server"
         code = websocket.close_code
         if code in (None, 1006) or flow.error:
+            # mitmproxy relays a dropped connection as a close frame to the other side, and 1006 cannot be sent
+            # (wsproto sends 1000 for it) before any hook runs: the message says what that side was told.
+            told = "the client was closed with code 1000 by mitmproxy" if by == "server" else "the upstream was closed"
             self._not_saved(
                 target,
                 ErrorKind.SESSION_INCOMPLETE,
-                f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code {code})",
+                f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code "
+                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told}, which "
+                "does not mean it was recorded)",
             )
             return
         if by == "server" and code in SERVER_FAILURE_CODES:
