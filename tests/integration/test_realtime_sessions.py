@@ -114,15 +114,51 @@ def test_two_conversations_to_one_model_url_record_in_one_run_and_replay_offline
     realtime_upstream.stop()
 
     player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
-    assert session(player, "openai", "Say goodbye") == goodbye
-    assert session(player, "openai", "Say hello") == hello  # the first recording's random ids: never rewritten
+    # Each gets its own recording's answer, its random ids included (hello's: the first recording, never rewritten).
+    # The messages before the one that tells them apart (`session.update`) are in both: under load the SDK's next
+    # message may come after the 0.2 s hold, and those get the first recording's answer (tests/addon pins the hold).
+    for text, recorded in [("Say goodbye", goodbye), ("Say hello", hello)]:
+        replayed = session(player, "openai", text)
+        assert replayed["events"][-1] == recorded["events"][-1] and replayed["events"][-1]["type"] == "response.done"
+        assert answer_text(replayed["events"]) == answer_text(recorded["events"]) == f"Echo: {text} "
     changed = session(player, "openai", "Say hi")
     report = player.stop()
-    assert answer_text(goodbye["events"]) == "Echo: Say goodbye "
     assert report["counts"] | {"hits": 2, "misses": 1, "upstream": 0} == report["counts"]
     error = next(e for e in changed["events"] if e["type"] == "error")["error"]
     assert "the nearest of the 2 sessions recorded for this URL" in error["message"]
     assert error["differences"] == ['item.content[0].text: "Say hello" → "Say hi"']
+
+
+def agents(proxy: Proxy, *args: str) -> dict:
+    """openai-agents with its websocket transport (`responses_websocket_session`) through `proxy`."""
+    return run_client({**proxy.client_env(), "OPENAI_AGENTS_DISABLE_TRACING": "1"}, "agents", *args)
+
+
+def test_openai_agents_over_the_responses_websocket_share_a_folder_and_a_follow_up_records_into_it(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    """Every agent opens `wss://api.openai.com/v1/responses`: two agents recorded in one run replay in either
+    order, and a new follow-up turn is recorded into the existing folder (its connection runs live in record mode)."""
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    hello, goodbye = agents(recorder, "Say hello"), agents(recorder, "Say goodbye")
+    report = recorder.stop()
+    assert (hello["answers"], goodbye["answers"]) == (["Echo: Say hello"], ["Echo: Say goodbye"])
+    assert report["counts"] | {"recorded": 2, "misses": 0} == report["counts"], report["errors"]
+
+    more = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    followed = agents(more, "Say hello", "--follow-up", "Say more")
+    report = more.stop()
+    assert followed["answers"] == ["Echo: Say hello", "Echo: Say more"]
+    assert report["counts"] | {"recorded": 1, "misses": 0} == report["counts"], report["errors"]
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    assert agents(player, "Say goodbye") == goodbye  # the recorded response ids: no live answer
+    assert agents(player, "Say hello", "--follow-up", "Say more") == followed
+    assert agents(player, "Say hello") == hello
+    report = player.stop()
+    assert report["counts"] | {"hits": 3, "misses": 0, "upstream": 0} == report["counts"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 3
 
 
 def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(

@@ -117,7 +117,23 @@ async def genai_session(text: str, model: str = "gemini-live-2.5-flash") -> dict
     return {"events": events, "closed": closed}
 
 
-SESSIONS = {"openai": openai_session, "gemini": gemini_session, "genai": genai_session}
+async def agents_session(text: str, follow_up: str = "") -> dict:
+    """openai-agents over the Responses API's WebSocket mode: one connection for the agent's turns, a follow-up
+    continuing from the first answer's `previous_response_id`."""
+    from agents import Agent, responses_websocket_session
+
+    agent = Agent(name="Echo", instructions="Repeat what you are told.", model="gpt-4.1")
+    answers = []
+    async with responses_websocket_session(api_key=os.environ.get("OPENAI_API_KEY", FAKE_OPENAI_KEY)) as ws:
+        result = await ws.run(agent, text)
+        answers.append(result.final_output)
+        if follow_up:
+            result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
+            answers.append(result.final_output)
+    return {"answers": answers, "last_response_id": result.last_response_id}
+
+
+SESSIONS = {"openai": openai_session, "gemini": gemini_session, "genai": genai_session, "agents": agents_session}
 
 
 def main() -> None:
@@ -127,10 +143,13 @@ def main() -> None:
     parser.add_argument("--model")
     parser.add_argument("--event-ids", default="")
     parser.add_argument("--audio", action="store_true")
+    parser.add_argument("--follow-up", default="")
     args = parser.parse_args()
     options = {"model": args.model} if args.model else {}
     if args.client == "openai":
         options.update(event_ids=args.event_ids, audio=args.audio)
+    if args.client == "agents":
+        options = {"follow_up": args.follow_up}
     print(json.dumps(asyncio.run(SESSIONS[args.client](args.text, **options))))
 
 

@@ -13,6 +13,7 @@ from cassette_proxy.core.session_match import (
     SessionChoice,
     SessionScript,
     close_reason,
+    made_up_ids,
     message_digest,
     miss_event,
     same_conversation,
@@ -206,3 +207,39 @@ def test_a_waiting_client_is_led_by_a_recording_that_answered_it_there():
     played.lead_with_an_answer()
     assert played.cassette == "waiting.json" and played.turn(1) == (0, [waiting[1]])
     assert not played.chosen  # both still match: the next message may yet choose the eager one
+
+
+def responses_turns(*turns: tuple[str, str]) -> list[Frame]:
+    """The Responses API's WebSocket mode: (user text, the response id the server made up) per turn, each turn
+    continuing from the one before."""
+    frames, previous = [], None
+    for i, (text, made_up) in enumerate(turns):
+        create = {"type": "response.create", "input": text, **({"previous_response_id": previous} if previous else {})}
+        frames += [
+            client(10 * i, create),
+            server(10 * i + 5, {"type": "response.completed", "response": {"id": made_up}}),
+        ]
+        previous = made_up
+    return frames
+
+
+def test_a_follow_up_sending_back_the_id_another_recording_made_up_is_read_as_its_own():
+    """The first turn is in both recordings: the client got the first one's id, and continues in the second."""
+    alone = responses_turns(("Say hello", "resp_a1b2c3d4"))
+    followed = responses_turns(("Say hello", "resp_e5f6a7b8"), ("Say more", "resp_c9d0e1f2"))
+    played = SessionChoice([("alone.json", script(alone)), ("followed.json", script(followed))])
+    assert not isinstance(played.answer(alone[0].payload), Miss)
+    assert json.loads(played.turn(1)[1][0].payload)["response"]["id"] == "resp_a1b2c3d4"  # sent to the client
+    follow_up = payload({"type": "response.create", "input": "Say more", "previous_response_id": "resp_a1b2c3d4"})
+    _, replies = played.answer(follow_up)
+    assert played.cassette == "followed.json" and json.loads(replies[0].payload)["response"]["id"] == "resp_c9d0e1f2"
+    other = payload({"type": "response.create", "input": "Say more", "previous_response_id": "resp_made_up_9"})
+    played = SessionChoice([("alone.json", script(alone)), ("followed.json", script(followed))])
+    played.answer(alone[0].payload), played.turn(1)
+    assert isinstance(played.answer(other), Miss)  # only the ids the client was given are read as another's
+
+
+def test_only_values_that_look_made_up_are_ids_never_words():
+    sent = [server(0, {"id": "resp_a1b2c3", "text": "Hello", "status": "in_progress", "n": "call_1a2b3c"})]
+    recorded = [server(0, {"id": "resp_d4e5f6", "text": "Goodbye", "status": "completed", "n": "call_1a2b3c"})]
+    assert made_up_ids(sent, recorded) == {"resp_a1b2c3": "resp_d4e5f6"}

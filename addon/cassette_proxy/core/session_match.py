@@ -13,7 +13,8 @@ told to the client in the API's own error shape.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
@@ -180,6 +181,10 @@ class SessionChoice:
     of the first session (in the order given) still matching; the session server holds them while several
     match (proxy/session_server.py), so a conversation told apart at its second message gets its own
     recording whole. When none is left, the miss is told with the diff of the nearest, as for one recording.
+
+    A client answered from one recording that goes on in another's conversation sends back the ids the first
+    one's server made up (`previous_response_id`, an `item_id`): each is read as the id the other recording
+    has at the same place of the same turn (`made_up_ids`) before its message is compared.
     """
 
     def __init__(self, candidates: Sequence[tuple[str, SessionScript]]) -> None:
@@ -188,6 +193,8 @@ class SessionChoice:
         self.candidates = len(candidates)
         self.survivors = list(candidates)
         """(cassette name, its script): the sessions every client message so far matched, the leader first."""
+        self.played: dict[int, SessionScript] = {}
+        """Turn number -> the session whose server messages the client got for it."""
 
     @property
     def cassette(self) -> str:
@@ -227,6 +234,7 @@ class SessionChoice:
         """The leader's turn `number`: (the recorded client message's ms, the server messages sent after it);
         turn 0 is the opening, sent on connect."""
         script = self.survivors[0][1]
+        self.played[number] = script
         if number == 0:
             return 0, script.opening
         _, recorded, replies = script.turns[number - 1]
@@ -235,7 +243,7 @@ class SessionChoice:
     def answer(self, payload: bytes) -> tuple[Frame, list[Frame]] | Miss:
         """The leader's recorded message and replies, once the sessions that do not match this one are dropped;
         when none matches, the miss of the nearest: the fewest differences, then the most alike message."""
-        answered = [(name, script, script.answer(payload)) for name, script in self.survivors]
+        answered = [(name, script, script.answer(self._as_in(script, payload))) for name, script in self.survivors]
         matched = [(name, script, result) for name, script, result in answered if not isinstance(result, Miss)]
         if matched:
             self.survivors = [(name, script) for name, script, _ in matched]
@@ -246,6 +254,71 @@ class SessionChoice:
         name, script, miss = min(misses, key=lambda entry: (len(entry[2].differences), -entry[2].likeness))
         self.survivors = [(name, script)]
         return miss
+
+    def _as_in(self, script: SessionScript, payload: bytes) -> bytes:
+        """The live message with the ids other recordings' server messages gave the client read as `script`'s."""
+        ids: dict[str, str] = {}
+        for number, played in self.played.items():
+            if played is not script:
+                ids.update(made_up_ids(_turn_frames(played, number), _turn_frames(script, number)))
+        if not ids:
+            return payload
+        try:
+            message = json.loads(payload)
+        except (ValueError, RecursionError):
+            return payload
+        return json.dumps(_replaced(message, ids), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _turn_frames(script: SessionScript, number: int) -> list[Frame]:
+    if number == 0:
+        return script.opening
+    return script.turns[number - 1][2] if number <= len(script.turns) else []
+
+
+_ID = re.compile(r"(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_-]{6,200}")
+"""What a made-up id looks like (`resp_…`, `item_…`, `call_…`): letters and digits, no spaces: never a word."""
+
+
+def _looks_made_up(value: str) -> bool:
+    return _ID.fullmatch(value) is not None
+
+
+def made_up_ids(sent: Sequence[Frame], recorded: Sequence[Frame]) -> dict[str, str]:
+    """id the client got -> the id `recorded` has there instead: strings that look like ids and differ at the same
+    place of the same server message, message by message; an id seen with two counterparts is left alone."""
+    found: dict[str, str] = {}
+    clashes: set[str] = set()
+    for ours, theirs in zip(sent, recorded, strict=False):
+        try:
+            pairs = _differing_strings(json.loads(ours.payload), json.loads(theirs.payload))
+        except (ValueError, RecursionError):
+            continue
+        for given, wanted in pairs:
+            if _looks_made_up(given) and _looks_made_up(wanted) and found.setdefault(given, wanted) != wanted:
+                clashes.add(given)
+    return {given: wanted for given, wanted in found.items() if given not in clashes}
+
+
+def _differing_strings(a: Any, b: Any) -> Iterator[tuple[str, str]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in a.keys() & b.keys():
+            yield from _differing_strings(a[name], b[name])
+    elif isinstance(a, list) and isinstance(b, list):
+        for x, y in zip(a, b, strict=False):
+            yield from _differing_strings(x, y)
+    elif isinstance(a, str) and isinstance(b, str) and a != b:
+        yield a, b
+
+
+def _replaced(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {name: _replaced(item, ids) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, ids) for item in value]
+    if isinstance(value, str):
+        return ids.get(value, value)
+    return value
 
 
 def same_conversation(session: Session, client_messages: Sequence[bytes], settings: MatchSettings) -> bool:
