@@ -195,6 +195,7 @@ class SessionChoice:
         """(cassette name, its script): the sessions every client message so far matched, the leader first."""
         self.played: dict[int, SessionScript] = {}
         """Turn number -> the session whose server messages the client got for it."""
+        self._ids: dict[tuple[int, int, int], dict[str, str]] = {}
 
     @property
     def cassette(self) -> str:
@@ -260,7 +261,10 @@ class SessionChoice:
         ids: dict[str, str] = {}
         for number, played in self.played.items():
             if played is not script:
-                ids.update(made_up_ids(_turn_frames(played, number), _turn_frames(script, number)))
+                pair = (number, id(played), id(script))  # each turn's frames read once, however many messages follow
+                if pair not in self._ids:
+                    self._ids[pair] = made_up_ids(_turn_frames(played, number), _turn_frames(script, number))
+                ids.update(self._ids[pair])
         if not ids:
             return payload
         try:
