@@ -13,9 +13,9 @@ from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.key import public_url
 from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.session_file import Close, Session
-from cassette_proxy.core.session_match import MatchSettings, SessionScript
+from cassette_proxy.core.session_match import MatchSettings, SessionChoice, SessionScript
 from cassette_proxy.proxy.facts import request_facts
-from cassette_proxy.proxy.session_server import SessionPlay, SessionServer
+from cassette_proxy.proxy.session_server import HOLD_SECONDS, SessionPlay, SessionServer
 from cassette_proxy.proxy.state import state_of
 from in_process import Addon
 from mitmproxy import connection, http, websocket
@@ -144,14 +144,14 @@ def test_a_path_starting_with_two_slashes_keeps_its_first_segment():
     assert facts_of({"method": "GET", "url": public_url(facts)}).path == facts.path  # as a stored request reads back
 
 
-def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_options) -> http.HTTPFlow:
+def recorded_flow(close_code: int = 1000, by_client: bool = True, frames=None, **upgrade_options) -> http.HTTPFlow:
     flow = upgrade(**upgrade_options)
     flow.response = http.Response.make(
         101, b"", {"upgrade": "websocket", "sec-websocket-accept": "x", "x-request-id": "r1"}
     )
     flow.response.timestamp_end = 1000.0
     flow.websocket = websocket.WebSocketData()
-    for i, frame in enumerate(realtime_frames()):
+    for i, frame in enumerate(frames or realtime_frames()):
         flow.websocket.messages.append(
             websocket.WebSocketMessage(Opcode.TEXT, frame.from_client, frame.payload, 1000 + frame.ms / 1000 + i * 1e-6)
         )
@@ -159,8 +159,8 @@ def recorded_flow(close_code: int = 1000, by_client: bool = True, **upgrade_opti
     return flow
 
 
-def record(proxy, flow, **options) -> Addon:
-    addon = proxy.configure(cassette_mode="record", **options)
+def record(proxy, flow, mode="record", **options) -> Addon:
+    addon = proxy.configure(cassette_mode=mode, **options)
     addon.upstream.forward = lambda flow: None  # no probe, no timer: nothing is connected in-process
     websocket_data = flow.websocket
     flow.websocket, response, flow.response = None, flow.response, None
@@ -195,7 +195,11 @@ def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
 
 @pytest.mark.parametrize(
     ("code", "by_client", "why"),
-    [(1006, True, "cut off before its close frame"), (1006, False, "cut off"), (1011, False, "a server failure")],
+    [
+        (1006, True, "cut off before its close frame (close code 1006: the client dropped the connection"),
+        (1006, False, "the upstream dropped the connection; the client was closed with code 1000 by mitmproxy"),
+        (1011, False, "a server failure"),
+    ],
 )
 def test_a_session_cut_off_or_failed_is_not_saved_and_the_report_says_why(proxy, code, by_client, why):
     addon = record(proxy, recorded_flow(code, by_client))
@@ -215,6 +219,58 @@ def test_a_101_is_never_a_plain_cassette_whatever_the_record_statuses(proxy):
     proxy.run("response", flow)
     assert list(proxy.root.rglob("*.json")) == []
     assert [e.kind for e in addon.report.errors] == ["not_a_websocket"]
+
+
+def saved_answers(root) -> dict[str, str]:
+    """Each saved session's file name → the assistant text it recorded."""
+    return {
+        path.name: "".join(f["json"].get("delta", "") for f in load(path)["session"]["frames"] if "json" in f)
+        for path in sorted(root.rglob("*.json"))
+    }
+
+
+def test_record_mode_saves_each_new_conversation_to_one_url_beside_the_others_and_keeps_a_known_one(proxy):
+    record(proxy, recorded_flow(frames=realtime_frames("Say hello", "Hi")))
+    record(proxy, recorded_flow(frames=realtime_frames("Say goodbye", "Bye")))
+    addon = record(proxy, recorded_flow(frames=realtime_frames("Say hello", "Hello again")))  # the same messages
+    saved = saved_answers(proxy.root)
+    first = next(name for name in saved if len(name) == len("0" * 32 + ".json"))
+    key = first.removesuffix(".json")
+    assert saved.pop(first) == "Hi "  # the first conversation keeps `<key>.json`: kept, never rewritten
+    assert saved == {f"{key}.2.json": "Bye "}  # the next one numbered beside it
+    report = addon.report  # one proxy: the three sessions in one report
+    assert (report.recorded, report.overwritten, report.upstream, report.errors) == (2, 0, 3, [])
+
+
+def test_update_mode_replaces_only_the_session_it_records_again(proxy):
+    record(proxy, recorded_flow(frames=realtime_frames("Say hello", "Hi")))
+    record(proxy, recorded_flow(frames=realtime_frames("Say goodbye", "Bye")))
+    before = saved_answers(proxy.root)
+    addon = record(proxy, recorded_flow(frames=realtime_frames("Say goodbye", "Farewell")), mode="update")
+    after = saved_answers(proxy.root)
+    assert after.keys() == before.keys() and sorted(after.values()) == ["Farewell ", "Hi "]
+    assert (addon.report.recorded, addon.report.overwritten) == (2, 1)  # the two first, then the one replaced
+
+
+def test_in_record_mode_an_upgrade_with_recorded_sessions_is_forwarded_to_be_recorded_if_new(proxy):
+    write_session(proxy.root, realtime_frames())
+    addon = proxy.configure(cassette_mode="record")
+    addon.upstream.forward = lambda flow: None
+    flow = upgrade()
+    proxy.run("request", flow)
+    state = state_of(flow)
+    assert flow.request.host == "api.openai.com" and not state.session_replay and state.target is not None
+
+
+def test_a_replayed_upgrade_is_played_from_every_session_recorded_for_its_url(proxy):
+    write_session(proxy.root, realtime_frames("Say hello"))
+    record(proxy, recorded_flow(frames=realtime_frames("Say goodbye", "Bye")))
+    addon = proxy.configure(cassette_mode="replay")
+    flow = upgrade()
+    proxy.run("request", flow)
+    [played] = addon.sessions.server.items.values()
+    assert played.choice.candidates == 2
+    assert "cassette run" not in played.hint and "--set cassette_mode=record" in played.hint  # started by hand
 
 
 def test_a_session_still_open_when_the_proxy_stops_is_not_saved(proxy):
@@ -266,12 +322,10 @@ class WsClient:
 def play(frames, close=None, speed=None, subprotocol=None, ended=None) -> SessionPlay:
     session = Session(tuple(frames), close, ("event_id",))
     return SessionPlay(
-        script=SessionScript(session, MatchSettings()),
-        cassette="api.openai.com/v1/realtime/k.json",
+        choice=SessionChoice([("api.openai.com/v1/realtime/k.json", SessionScript(session, MatchSettings()))]),
         shape="openai-realtime",
         headers=[(b"x-request-id", b"r1")],
         subprotocol=subprotocol,
-        close=close,
         speed=speed,
         on_end=lambda p, outcome, details: (ended if ended is not None else []).append((outcome, details)),
     )
@@ -338,6 +392,60 @@ def test_a_changed_message_gets_the_error_event_and_close_4409():
         assert isinstance(close, CloseConnection) and close.code == 4409 and close.reason.startswith("cassette_miss")
         assert ended[0][0] == "miss" and ended[0][1]["message_number"] == 1
         server.stop()
+
+    run(scenario())
+
+
+def two_conversations() -> SessionChoice:
+    """Two tests to one model, recorded: the same `session.update`, another user text (and other server ids)."""
+    hello, goodbye = realtime_frames("Say hello", "Hi"), realtime_frames("Say goodbye", "Bye")
+    goodbye[0] = server(3, {"type": "session.created", "event_id": "event_g", "session": {"id": "sess_g"}})
+    return SessionChoice(
+        [(name, SessionScript(Session(tuple(f), None, ("event_id",)), MatchSettings())) for name, f in [("hello.json", hello), ("goodbye.json", goodbye)]]
+    )  # fmt: skip
+
+
+def test_a_client_sending_back_to_back_gets_the_one_conversation_its_messages_match_whole():
+    async def scenario():
+        server_ = SessionServer()
+        await server_.start()
+        ended = []
+        played = play([])
+        played.choice, played.on_end = two_conversations(), lambda p, outcome, _: ended.append((outcome, p.cassette))
+        ws = await WsClient.connect(server_.port, server_.register(played))
+        await ws.next()  # accepted: the opening waits, since two sessions match as yet
+        for message in (json.loads(f.payload) for f in realtime_frames("Say goodbye") if f.from_client):
+            ws.send(TextMessage(json.dumps(message)))
+        got = [json.loads((await ws.next()).data) for _ in range(6)]
+        assert got[0]["event_id"] == "event_g"  # goodbye's own opening, not the first session's
+        assert [g.get("delta") for g in got if "delta" in g] == ["Bye "]
+        ws.send(CloseConnection(1000))
+        await asyncio.sleep(0.05)
+        assert ended == [("hit", "goodbye.json")]
+        server_.stop()
+
+    run(scenario())
+
+
+def test_a_client_that_waits_for_an_answer_gets_the_first_sessions_then_its_own():
+    async def scenario():
+        server_ = SessionServer()
+        await server_.start()
+        played = play([])
+        played.choice = two_conversations()
+        ws = await WsClient.connect(server_.port, server_.register(played))
+        await ws.next()
+        began = time.monotonic()
+        assert json.loads((await ws.next()).data)["event_id"] == "event_1"  # quiet: the first session's opening
+        assert time.monotonic() - began >= HOLD_SECONDS * 0.9
+        first, second, third = (json.loads(f.payload) for f in realtime_frames("Say goodbye") if f.from_client)
+        ws.send(TextMessage(json.dumps(first)))
+        assert json.loads((await ws.next()).data)["type"] == "session.updated"
+        ws.send(TextMessage(json.dumps(second)))
+        ws.send(TextMessage(json.dumps(third)))
+        got = [json.loads((await ws.next()).data) for _ in range(4)]
+        assert [g.get("delta") for g in got if "delta" in g] == ["Bye "]
+        server_.stop()
 
     run(scenario())
 

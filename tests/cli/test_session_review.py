@@ -50,6 +50,46 @@ def gemini_session() -> list:
     ]  # fmt: skip
 
 
+RESPONSES_URL = ("wss", "api.openai.com", 443, "/v1/responses", [])
+
+
+def responses_session() -> list:
+    """The Responses API's WebSocket mode (openai-agents' websocket transport): a tool call, then its answer."""
+    call = {"type": "function_call", "name": "get_weather", "arguments": '{"city": "Paris"}', "call_id": "call_1"}
+    return [
+        client(0, {"type": "response.create", "model": "gpt-4.1", "instructions": "Be brief.", "tools": [{"type": "function", "name": "get_weather"}], "input": [{"role": "user", "content": "Weather in Paris?"}]}),
+        server(5, {"type": "response.created", "response": {"id": "resp_1a2b3c", "model": "gpt-4.1"}}),
+        server(8, {"type": "response.function_call_arguments.done", "arguments": call["arguments"]}),
+        server(9, {"type": "response.output_item.done", "output_index": 0, "item": call}),
+        server(10, {"type": "response.completed", "response": {"id": "resp_1a2b3c", "status": "completed"}}),
+        client(20, {"type": "response.create", "model": "gpt-4.1", "previous_response_id": "resp_1a2b3c", "input": [{"type": "function_call_output", "call_id": "call_1", "output": '{"sky": "sunny"}'}]}),
+        server(30, {"type": "response.output_text.delta", "delta": "It is sunny."}),
+        server(40, {"type": "response.completed", "response": {"id": "resp_4d5e6f", "status": "completed", "usage": {"total_tokens": 9}}}),
+    ]  # fmt: skip
+
+
+def test_show_ls_and_view_read_a_responses_websocket_session_as_its_calls(tmp_path, capsys):
+    path = write_session(tmp_path, responses_session(), url=RESPONSES_URL)
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "model:     gpt-4.1" in out and "tools:     get_weather" in out
+    assert any(line.startswith("session:   openai-responses, 2 calls (response.create), 8 messages") for line in out)
+    turns = out[out.index("turns:") + 1 :]
+    assert turns == [
+        "  system: Be brief.",
+        "  user: Weather in Paris?",
+        '  assistant: get_weather({"city": "Paris"})',  # once, named, though two events carry its arguments
+        '  tool: call_1({"sky": "sunny"})',
+        "  assistant: It is sunny.",
+    ]
+    assert main(["ls", str(tmp_path)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "gpt-4.1" in line and line.endswith("Weather in Paris?")
+    cassette_id = path.relative_to(tmp_path).as_posix()
+    summary = summary_of(cassette_id, load(path, tmp_path), path.stat().st_size)
+    assert summary["shape"] == "openai-responses" and summary["answer"] == "It is sunny."
+
+
 def test_show_prints_a_sessions_turns_tool_calls_and_close(tmp_path, capsys):
     path = write_session(tmp_path, tool_session(), Close("client", 1000, ""))
     assert main(["show", str(path)]) == 0
@@ -66,6 +106,14 @@ def test_show_prints_a_sessions_turns_tool_calls_and_close(tmp_path, capsys):
         "  assistant: [audio, 6.0 KB]",
     ]:
         assert line in out.splitlines()
+
+
+def test_ls_shows_a_sessions_model_and_first_user_text_from_its_messages(tmp_path, capsys):
+    """Gemini's model is in its `setup` message, not in the URL."""
+    write_session(tmp_path, gemini_session(), url=GEMINI_URL)
+    assert main(["ls", str(tmp_path)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "models/gemini-live" in line and line.endswith("Hello there") and "  -  " not in line
 
 
 def test_view_shows_a_gemini_session_as_a_conversation_with_its_timeline(tmp_path):

@@ -36,7 +36,11 @@ def realtime_upstream(tmp_path, upstream_certificate):
 
 def run_client(env: dict[str, str], *args: str) -> dict:
     done = subprocess.run(
-        [sys.executable, str(CLIENT), *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+        [sys.executable, str(CLIENT), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=int(os.environ.get("RT_TIMEOUT", "120")),
     )
     assert done.returncode == 0 and done.stdout, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -71,6 +75,7 @@ def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward
     assert report["counts"]["recorded"] == 1 and report["counts"]["upstream"] == 2
     assert [e["type"] for e in report["errors"]] == ["session_incomplete"]  # the cut session: an error, no cassette
     assert "gpt-realtime-cut" in report["errors"][0]["url"]
+    assert cut["closed"] is None and "closed with code 1000 by mitmproxy" in report["errors"][0]["message"]
     [saved] = cassette_dir.rglob("*.json")
     assert saved.parent == cassette_dir / "api.openai.com" / "v1" / "realtime"
     assert json.loads(saved.read_text())["session"]["close"] == {"by": "client", "code": 1000, "reason": ""}
@@ -92,6 +97,64 @@ def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward
     [miss] = report["misses"]
     assert miss["session"]["differences"] == ['item.content[0].text: "Say hello" → "Say goodbye"']
     assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
+
+
+def test_two_conversations_to_one_model_url_record_in_one_run_and_replay_offline_in_either_order(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    """Two tests to one model (the same `session.update`, another user text): both recorded in one record run,
+    each replayed with its own answer whatever the order; a third conversation misses with the nearest's diff."""
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    hello = session(recorder, "openai", "Say hello")
+    goodbye = session(recorder, "openai", "Say goodbye")
+    session(recorder, "openai", "Say hello")  # recorded already: run live (its ids are new), the recording kept
+    report = recorder.stop()
+    assert report["counts"] | {"recorded": 2, "overwritten": 0, "upstream": 3, "misses": 0} == report["counts"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 2
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    # Each gets its own recording's answer, its random ids included (hello's: the first recording, never rewritten).
+    # The messages before the one that tells them apart (`session.update`) are in both: under load the SDK's next
+    # message may come after the 0.2 s hold, and those get the first recording's answer (tests/addon pins the hold).
+    for text, recorded in [("Say goodbye", goodbye), ("Say hello", hello)]:
+        replayed = session(player, "openai", text)
+        assert replayed["events"][-1] == recorded["events"][-1] and replayed["events"][-1]["type"] == "response.done"
+        assert answer_text(replayed["events"]) == answer_text(recorded["events"]) == f"Echo: {text} "
+    changed = session(player, "openai", "Say hi")
+    report = player.stop()
+    assert report["counts"] | {"hits": 2, "misses": 1, "upstream": 0} == report["counts"]
+    error = next(e for e in changed["events"] if e["type"] == "error")["error"]
+    assert "the nearest of the 2 sessions recorded for this URL" in error["message"]
+    assert error["differences"] == ['item.content[0].text: "Say hello" → "Say hi"']
+
+
+def agents(proxy: Proxy, *args: str) -> dict:
+    """openai-agents with its websocket transport (`responses_websocket_session`) through `proxy`."""
+    return run_client({**proxy.client_env(), "OPENAI_AGENTS_DISABLE_TRACING": "1"}, "agents", *args)
+
+
+def test_openai_agents_over_the_responses_websocket_share_a_folder_and_a_follow_up_records_into_it(
+    start_proxy, realtime_upstream, cassette_dir
+):
+    """Every agent opens `wss://api.openai.com/v1/responses`: two agents recorded in one run replay in either
+    order, and a new follow-up turn is recorded into the existing folder (its connection runs live in record mode)."""
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    hello, goodbye = agents(recorder, "Say hello"), agents(recorder, "Say goodbye")
+    followed = agents(recorder, "Say hello", "--follow-up", "Say more")  # its first turn recorded already
+    report = recorder.stop()
+    assert (hello["answers"], goodbye["answers"]) == (["Echo: Say hello"], ["Echo: Say goodbye"])
+    assert followed["answers"] == ["Echo: Say hello", "Echo: Say more"]
+    assert report["counts"] | {"recorded": 3, "misses": 0} == report["counts"], report["errors"]
+    realtime_upstream.stop()
+
+    player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
+    assert agents(player, "Say goodbye") == goodbye  # the recorded response ids: no live answer
+    assert agents(player, "Say hello", "--follow-up", "Say more") == followed
+    assert agents(player, "Say hello") == hello
+    report = player.stop()
+    assert report["counts"] | {"hits": 3, "misses": 0, "upstream": 0} == report["counts"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 3
 
 
 def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
@@ -117,7 +180,7 @@ def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
     realtime_upstream.stop()
 
     player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
-    assert session(player, "gemini", "What is the weather in Paris?") == tool_call
+    assert session(player, "gemini", "What is the weather in Paris?") == tool_call  # `bytes`: each frame's digest
     assert session(player, "genai", "Say hello") == genai
     missed = session(player, "genai", "Say goodbye")
     report = player.stop()
@@ -129,6 +192,22 @@ def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(
     assert_no_secret_on_disk(cassette_dir, recorder.log, player.log, recorder.report_path, player.report_path)
     for cassette_file in cassette_dir.rglob("*.json"):
         assert "key=" not in json.loads(cassette_file.read_text())["request"]["url"]
+
+
+def test_google_genai_live_recorded_forward_replays_through_a_reverse_route(tmp_path, realtime_upstream):
+    """google-genai's Live URL is `//ws/…` through HTTPS_PROXY and `/ws/…` from GOOGLE_GEMINI_BASE_URL: one key."""
+    env = {"CASSETTE_MITMDUMP_ARGS": redirect_args(realtime_upstream)}
+    command = ["sh", "-c", f"{shlex.quote(sys.executable)} {shlex.quote(str(CLIENT))} genai 'Say hello' > out.txt"]
+    recorded = cassette("run", "--mode", "record", "--strict", "--", *command, cwd=tmp_path, env=env)
+    assert recorded.returncode == 0 and "1 recorded" in recorded.stderr, recorded.stderr
+    forward = json.loads((tmp_path / "out.txt").read_text())
+    realtime_upstream.stop()
+
+    reverse = ("--reverse", "gemini=https://generativelanguage.googleapis.com")
+    replayed = cassette("run", "--strict", *reverse, "--", *command, cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "1 hits, 0 misses" in replayed.stderr and "routes: forward 0, gemini 1" in replayed.stderr
+    assert json.loads((tmp_path / "out.txt").read_text()) == forward
 
 
 SUITE = (

@@ -18,6 +18,9 @@ It listens on 127.0.0.1 on a free port (ws, or wss with a certificate), writes
   as `inlineData`) ending in `turnComplete`; a user text mentioning the weather
   gets a `toolCall`; `toolResponse` → text and `turnComplete`. Its server
   messages are binary frames holding JSON, as Gemini sends them.
+- The Responses API's WebSocket mode, on a path ending in `/responses`: each
+  `response.create` → the events its HTTP twin streams, up to `response.completed`,
+  answering "Echo: <the last user text>" (openai-agents' websocket transport).
 
 Server ids (`event_…`, `item_…`, `resp_…`) are random, as the real APIs' are: a
 replay that sends the recorded ones is told from a live answer. A user text
@@ -210,6 +213,49 @@ async def gemini_live(ws: ServerConnection) -> None:
             await send({"serverContent": {"turnComplete": True}})
 
 
+def responses_input_text(message: dict) -> str:
+    """The last user text of a `response.create` (`input`: a string or a list of items)."""
+    given = message.get("input")
+    if isinstance(given, str):
+        return given
+    texts = [
+        item["content"] if isinstance(item.get("content"), str) else user_text(item)
+        for item in given or []
+        if isinstance(item, dict) and item.get("role") == "user"
+    ]
+    return texts[-1] if texts else ""
+
+
+async def openai_responses(ws: ServerConnection) -> None:
+    """The Responses API's WebSocket mode: each `response.create` answered with the events its HTTP twin streams,
+    up to `response.completed`; the answer is "Echo: <the last user text>" and its ids are new each time."""
+    async for raw in ws:
+        State.messages += 1
+        message = json.loads(raw)
+        if message.get("type") != "response.create":
+            continue
+        text = "Echo: " + responses_input_text(message)
+        response = {"id": new_id("resp"), "object": "response", "created_at": 1700000000, "model": message.get("model"),
+                    "status": "in_progress", "output": [], "usage": None,
+                    "previous_response_id": message.get("previous_response_id")}  # fmt: skip
+        item_id = new_id("msg")
+        part = {"type": "output_text", "text": text, "annotations": []}
+        item = {"id": item_id, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+        where = {"item_id": item_id, "output_index": 0, "content_index": 0}
+        usage = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+        steps = [
+            {"type": "response.created", "response": response},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+            *({"type": "response.output_text.delta", **where, "delta": word + " "} for word in text.split()),
+            {"type": "response.output_text.done", **where, "text": text},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": {**response, "status": "completed", "output": [item], "usage": usage}},
+        ]  # fmt: skip
+        for i, step in enumerate(steps):
+            await ws.send(json.dumps({**step, "sequence_number": i}))
+
+
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(word.capitalize() for word in rest)
@@ -229,6 +275,8 @@ async def handler(ws: ServerConnection) -> None:
     try:
         if "BidiGenerateContent" in url.path:
             await gemini_live(ws)
+        elif url.path.endswith("/responses"):
+            await openai_responses(ws)
         else:
             await openai_realtime(ws, query.get("model", [""])[0])
     except ConnectionClosed:

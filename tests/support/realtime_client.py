@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 
@@ -70,7 +71,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
     """Gemini Live with the `websockets` library, the key in the URL as Google's samples put it."""
     import websockets
 
-    events, closed, binary = [], None, []
+    events, closed, binary, digests = [], None, [], []
     url = GEMINI_URL.format(key=os.environ.get("GEMINI_API_KEY", FAKE_GEMINI_KEY))
     try:
         async with websockets.connect(url) as ws:
@@ -82,6 +83,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
             )
             async for raw in ws:
                 binary.append(isinstance(raw, bytes))
+                digests.append(hashlib.sha256(raw if isinstance(raw, bytes) else raw.encode()).hexdigest()[:16])
                 message = json.loads(raw)
                 events.append(message)
                 if "toolCall" in message:
@@ -94,7 +96,7 @@ async def gemini_session(text: str, model: str = "models/gemini-live-2.5-flash")
                     break
     except websockets.ConnectionClosed as e:
         closed = {"code": e.rcvd.code, "reason": e.rcvd.reason} if e.rcvd else {"code": None, "reason": ""}
-    return {"events": events, "closed": closed, "binary": binary}
+    return {"events": events, "closed": closed, "binary": binary, "bytes": digests}
 
 
 async def genai_session(text: str, model: str = "gemini-live-2.5-flash") -> dict:
@@ -115,7 +117,23 @@ async def genai_session(text: str, model: str = "gemini-live-2.5-flash") -> dict
     return {"events": events, "closed": closed}
 
 
-SESSIONS = {"openai": openai_session, "gemini": gemini_session, "genai": genai_session}
+async def agents_session(text: str, follow_up: str = "") -> dict:
+    """openai-agents over the Responses API's WebSocket mode: one connection for the agent's turns, a follow-up
+    continuing from the first answer's `previous_response_id`."""
+    from agents import Agent, responses_websocket_session
+
+    agent = Agent(name="Echo", instructions="Repeat what you are told.", model="gpt-4.1")
+    answers = []
+    async with responses_websocket_session(api_key=os.environ.get("OPENAI_API_KEY", FAKE_OPENAI_KEY)) as ws:
+        result = await ws.run(agent, text)
+        answers.append(result.final_output)
+        if follow_up:
+            result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
+            answers.append(result.final_output)
+    return {"answers": answers, "last_response_id": result.last_response_id}
+
+
+SESSIONS = {"openai": openai_session, "gemini": gemini_session, "genai": genai_session, "agents": agents_session}
 
 
 def main() -> None:
@@ -125,10 +143,13 @@ def main() -> None:
     parser.add_argument("--model")
     parser.add_argument("--event-ids", default="")
     parser.add_argument("--audio", action="store_true")
+    parser.add_argument("--follow-up", default="")
     args = parser.parse_args()
     options = {"model": args.model} if args.model else {}
     if args.client == "openai":
         options.update(event_ids=args.event_ids, audio=args.audio)
+    if args.client == "agents":
+        options = {"follow_up": args.follow_up}
     print(json.dumps(asyncio.run(SESSIONS[args.client](args.text, **options))))
 
 

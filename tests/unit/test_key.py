@@ -236,3 +236,12 @@ def test_the_key_cache_stays_bounded_and_skips_large_bodies():
     cache.key(facts(encoded({"text": "x" * 200})))
     assert len(cache._keys) == 3
     assert all(len(exact[7]) <= 100 for exact in cache._keys)
+
+
+def test_repeated_slashes_in_the_path_are_one_request_as_both_routes_send_google_genais_live_url():
+    live = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+    forward = facts(method="GET", host="generativelanguage.googleapis.com", path="/" + live)  # `//ws/…`
+    reverse = facts(method="GET", host="generativelanguage.googleapis.com", path=live)
+    assert request_key(forward) == request_key(reverse)
+    assert identity(forward)["url"] == "https://generativelanguage.googleapis.com" + live
+    assert request_key(facts(path="/v1/chat/completions/")) != request_key(facts())  # a trailing one still counts

@@ -26,6 +26,9 @@ def test_the_record_hint_names_what_the_user_types(started_by, typed):
     ]
     assert message.endswith(f"To record it: {typed} (records only what is missing).")
     assert "cassette_mode" not in message or started_by == "mitmdump"
+    session = hints.record_session(started_by)  # a WebSocket session's miss, told in the client's error
+    assert session.startswith(f"To record it: {typed} (runs the session live")
+    assert "cassette_mode" not in session or started_by == "mitmdump"
 
 
 SEEDED = random.Random(23)

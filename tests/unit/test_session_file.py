@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+from cassette_proxy.core.atomic_write import write_new
 from cassette_proxy.core.cassette_file import CassetteError, dumps, load, parse
 from cassette_proxy.core.replay_cache import replay_of
 from cassette_proxy.core.session_file import (
@@ -14,6 +15,7 @@ from cassette_proxy.core.session_file import (
     read_session,
     redact_frames,
     restored_payload,
+    session_files,
     stored_frames,
 )
 from session_samples import client, realtime_frames, server, session_cassette, write_session
@@ -47,9 +49,42 @@ def test_json_that_would_not_come_back_the_same_is_kept_as_text():
     assert [entry.get("text") for entry in stored] == ['{"a": NaN}', '{"a": 1, "a": 2}']
 
 
-def test_a_json_frame_goes_back_compact_with_the_same_value():
-    stored, _ = stored_frames([Frame(False, 0, True, b'{ "type" : "x", "n" : 1.5 }')])
-    assert restored_payload(stored[0], b"") == b'{"type":"x","n":1.5}'
+@pytest.mark.parametrize(
+    ("sent", "json_format"),
+    [
+        (b'{"type":"x","n":1.5,"t":"\xc3\xa9"}', None),  # compact, OpenAI's
+        (b'{"setupComplete": {}, "n": [1, 2]}', "spaced"),  # Python's json.dumps
+        (b'{\n  "serverContent": {\n    "turnComplete": true\n  }\n}', "indented"),  # Google's printers
+        (b'{"t": "\\u00e9"}', "spaced-ascii"),
+    ],
+)
+def test_a_server_json_frame_is_stored_readable_and_goes_back_byte_for_byte(sent, json_format):
+    for is_text in (True, False):  # Gemini sends its JSON in binary frames
+        stored, _ = stored_frames([Frame(False, 0, is_text, sent)])
+        assert "json" in stored[0] and stored[0].get("json_format") == json_format
+        assert restored_payload(stored[0], b"") == sent
+
+
+def test_server_json_no_known_encoding_gives_back_is_kept_exactly_and_a_clients_by_value():
+    odd = b'{ "type" : "x", "n" : 1.5 }'
+    stored, _ = stored_frames(
+        [Frame(False, 0, True, odd), Frame(False, 1, False, odd + b"\n"), Frame(True, 2, True, odd)]
+    )
+    assert stored[0] == {"from": "server", "ms": 0, "frame": "text", "text": odd.decode()}
+    assert restored_payload(stored[1], b"") == odd + b"\n" and "base64" in stored[1]
+    assert stored[2]["json"] == {"type": "x", "n": 1.5}  # matched by value, never sent: kept readable
+
+
+def test_a_json_format_is_named_only_on_json_frames_and_from_the_known_ones():
+    cassette, _, _ = session_cassette([server(0, {"a": 1})])
+    for bad in ({"json_format": "pretty"}, {"json_format": "spaced", "json": None, "text": "x"}):
+        broken = copy.deepcopy(cassette)
+        frame = broken["session"]["frames"][0]
+        frame.update(bad)
+        if "text" in bad:
+            del frame["json"]
+        with pytest.raises(CassetteError, match="json_format must be one of"):
+            parse("s.json", dumps(broken))
 
 
 def test_long_base64_strings_and_binary_frames_live_in_the_sidecar(tmp_path):
@@ -201,3 +236,26 @@ def test_the_recorded_close_is_kept(tmp_path):
     path = write_session(tmp_path, realtime_frames(), Close("server", 1000, "done"))
     cassette = load(path, tmp_path)
     assert read_session(path, cassette, tmp_path).close == Close("server", 1000, "done")
+
+
+def test_the_sessions_of_one_url_are_its_key_and_the_numbered_files_beside_it_in_number_order(tmp_path):
+    key = "0123456789abcdef" * 2
+    names = [f"{key}.json", f"{key}.10.json", f"{key}.2.json", f"{key}.2.abc.bin", f".{key}.3.json.x.tmp",
+             f"{key}.02.json", f"{key}.x.json", "f" * 32 + ".2.json"]  # fmt: skip
+    for name in names:
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in session_files(tmp_path / f"{key}.json")] == [
+        f"{key}.json",
+        f"{key}.2.json",
+        f"{key}.10.json",
+    ]
+    (tmp_path / f"{key}.json").unlink()
+    assert [p.name for p in session_files(tmp_path / f"{key}.json")] == [f"{key}.2.json", f"{key}.10.json"]
+    assert session_files(tmp_path / "missing" / f"{key}.json") == []
+
+
+def test_a_new_file_is_written_only_where_none_is(tmp_path):
+    path = tmp_path / "a" / "s.json"
+    assert write_new(path, b"first")
+    assert not write_new(path, b"second")  # another writer got there first: nothing changed
+    assert path.read_bytes() == b"first" and [p.name for p in path.parent.iterdir()] == ["s.json"]

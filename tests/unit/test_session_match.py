@@ -10,10 +10,13 @@ from cassette_proxy.core.session_match import (
     OPENAI,
     MatchSettings,
     Miss,
+    SessionChoice,
     SessionScript,
     close_reason,
+    made_up_ids,
     message_digest,
     miss_event,
+    same_conversation,
     shape_of,
 )
 from cassette_proxy.core.volatile import parse_value_patterns
@@ -133,3 +136,110 @@ def test_a_close_reason_fits_a_control_frame():
     reason = close_reason("cassette_miss: " + "é" * 200)
     assert len(reason.encode()) <= 123 and reason.startswith("cassette_miss: é")
     assert close_reason("short") == "short"
+
+
+def choice(*texts: str) -> SessionChoice:
+    """One recorded conversation per user text, all to one URL: `s0.json`, `s1.json`, …"""
+    return SessionChoice([(f"s{i}.json", script(realtime_frames(text, f"Answer {i}"))) for i, text in enumerate(texts)])
+
+
+def answers(played: SessionChoice, text: str) -> list[str]:
+    """The text deltas a client sending the conversation of `text` is answered with."""
+    deltas = []
+    for message in recorded_client_messages(realtime_frames(text)):
+        result = played.answer(payload({**message, "event_id": "evt_live"}))
+        assert not isinstance(result, Miss), result
+        deltas += [json.loads(f.payload).get("delta", "") for f in result[1]]
+    return [d for d in deltas if d]
+
+
+@pytest.mark.parametrize("order", [("Say hello", "Say goodbye"), ("Say goodbye", "Say hello")])
+def test_conversations_sharing_a_url_and_their_first_message_each_get_their_own_answer(order):
+    """Two tests to one model: the same `session.update`, another user text at message 2; any order."""
+    for text in order:
+        played = choice("Say hello", "Say goodbye")
+        expected = "0" if text == "Say hello" else "1"
+        assert answers(played, text) == ["Answer ", f"{expected} "]
+        assert played.cassette == f"s{expected}.json" and played.finished
+
+
+def test_a_conversation_matching_none_misses_with_the_nearest_ones_diff():
+    played = choice("Say hello", "Say goodbye", "Say hi")
+    first, second, _ = recorded_client_messages(realtime_frames("Say hi"))
+    assert not isinstance(played.answer(payload(first)), Miss)
+    miss = played.answer(payload(json.loads(json.dumps(second).replace("Say hi", "Say hiya"))))
+    assert isinstance(miss, Miss) and miss.number == 2
+    assert miss.differences == ['item.content[0].text: "Say hi" → "Say hiya"']
+    assert played.cassette == "s2.json"  # the nearest: one difference, as the others have
+    message = miss.message(played.cassette, "To record it: `x`.", played.candidates)
+    assert "s2.json (the nearest of the 3 sessions recorded for this URL)" in message
+    assert message.endswith("To record it: `x`.")
+
+
+def test_a_longer_conversation_sharing_the_prefix_is_not_finished_with_the_shorter():
+    short = realtime_frames("Say hello")
+    longer = [*short, client(500, {"type": "response.create"}), server(600, {"type": "response.done"})]
+    played = SessionChoice([("short.json", script(short)), ("long.json", script(longer))])
+    for message in recorded_client_messages(short):
+        assert not isinstance(played.answer(payload(message)), Miss)
+    assert not played.finished and played.cassette == "short.json"
+    _, replies = played.answer(payload({"type": "response.create"}))
+    assert played.cassette == "long.json" and played.finished
+    assert [json.loads(f.payload)["type"] for f in replies] == ["response.done"]
+
+
+def test_a_conversation_is_the_same_when_every_client_message_matches_and_none_is_left():
+    frames = realtime_frames("Say hello")
+    session = Session(tuple(frames), None, DEFAULTS.session_ignore)
+    messages = [payload({**m, "event_id": "other"}) for m in recorded_client_messages(frames)]
+    assert same_conversation(session, messages, DEFAULTS)
+    assert not same_conversation(session, messages[:2], DEFAULTS)  # a prefix is another conversation
+    assert not same_conversation(session, [*messages, payload({"type": "x"})], DEFAULTS)
+
+
+def test_a_waiting_client_is_led_by_a_recording_that_answered_it_there():
+    """Gemini: one client sent `setup` and its text back to back, another waited for `setupComplete`."""
+    setup, text = {"setup": {"model": "m"}}, {"clientContent": {"turns": []}}
+    eager = [client(0, setup), client(1, text), server(5, {"setupComplete": {}}), server(9, {"serverContent": {}})]
+    waiting = [client(0, setup), server(5, {"setupComplete": {}}), client(7, text), server(9, {"serverContent": {}})]
+    played = SessionChoice([("eager.json", script(eager)), ("waiting.json", script(waiting))])
+    assert not isinstance(played.answer(payload(setup)), Miss) and played.cassette == "eager.json"
+    played.lead_with_an_answer()
+    assert played.cassette == "waiting.json" and played.turn(1) == (0, [waiting[1]])
+    assert not played.chosen  # both still match: the next message may yet choose the eager one
+
+
+def responses_turns(*turns: tuple[str, str]) -> list[Frame]:
+    """The Responses API's WebSocket mode: (user text, the response id the server made up) per turn, each turn
+    continuing from the one before."""
+    frames, previous = [], None
+    for i, (text, made_up) in enumerate(turns):
+        create = {"type": "response.create", "input": text, **({"previous_response_id": previous} if previous else {})}
+        frames += [
+            client(10 * i, create),
+            server(10 * i + 5, {"type": "response.completed", "response": {"id": made_up}}),
+        ]
+        previous = made_up
+    return frames
+
+
+def test_a_follow_up_sending_back_the_id_another_recording_made_up_is_read_as_its_own():
+    """The first turn is in both recordings: the client got the first one's id, and continues in the second."""
+    alone = responses_turns(("Say hello", "resp_a1b2c3d4"))
+    followed = responses_turns(("Say hello", "resp_e5f6a7b8"), ("Say more", "resp_c9d0e1f2"))
+    played = SessionChoice([("alone.json", script(alone)), ("followed.json", script(followed))])
+    assert not isinstance(played.answer(alone[0].payload), Miss)
+    assert json.loads(played.turn(1)[1][0].payload)["response"]["id"] == "resp_a1b2c3d4"  # sent to the client
+    follow_up = payload({"type": "response.create", "input": "Say more", "previous_response_id": "resp_a1b2c3d4"})
+    _, replies = played.answer(follow_up)
+    assert played.cassette == "followed.json" and json.loads(replies[0].payload)["response"]["id"] == "resp_c9d0e1f2"
+    other = payload({"type": "response.create", "input": "Say more", "previous_response_id": "resp_made_up_9"})
+    played = SessionChoice([("alone.json", script(alone)), ("followed.json", script(followed))])
+    played.answer(alone[0].payload), played.turn(1)
+    assert isinstance(played.answer(other), Miss)  # only the ids the client was given are read as another's
+
+
+def test_only_values_that_look_made_up_are_ids_never_words():
+    sent = [server(0, {"id": "resp_a1b2c3", "text": "Hello", "status": "in_progress", "n": "call_1a2b3c"})]
+    recorded = [server(0, {"id": "resp_d4e5f6", "text": "Goodbye", "status": "completed", "n": "call_1a2b3c"})]
+    assert made_up_ids(sent, recorded) == {"resp_a1b2c3": "resp_d4e5f6"}

@@ -17,6 +17,8 @@ from cassette_proxy.launch import silent_run
         (Report(mode="record", passthrough=3, telemetry=2, token_exchanges=1), True),  # nothing for a cassette host
         (Report(mode="record", upstream=1), False),  # forwarded, even if not saved
         (Report(mode="record", hits=1), False),
+        (Report(mode="record", misses=[{"url": "wss://api.openai.com/v1/realtime"}]), False),  # a session's miss
+        (Report(mode="update", misses=[{"url": "u"}]), False),
         (Report(mode="replay"), True),
         (Report(mode="replay", misses=[{"url": "u"}]), False),
         (Report(mode="replay", hits=2), False),

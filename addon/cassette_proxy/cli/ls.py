@@ -7,13 +7,16 @@ endpoint, model and prompt each file holds, when it was recorded and how big it 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from ..core.cassette_file import CassetteError, load
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
+from ..core.session_conversation import session_conversation
+from ..core.session_file import is_session
+from ..core.summary import RequestSummary, summarize_request
 from ..core.summary import one_line as short
-from ..core.summary import summarize_request
 
 SHORT_KEY = 8
 
@@ -36,6 +39,8 @@ def short_key(path: Path) -> str:
 def ls_line(path: Path, root: Path) -> str:
     cassette = load(path, root)  # the proxy's checks: inside the folder, a regular file, size-bounded
     request = summarize_request(cassette["request"])
+    if is_session(cassette):  # a WebSocket session: its model and first user text are in its frames
+        request = session_request(cassette, request)
     return "  ".join(
         [
             short_key(path).ljust(SHORT_KEY + 2),
@@ -46,6 +51,17 @@ def ls_line(path: Path, root: Path) -> str:
             short(request.first_user_message, 60),
         ]
     ).rstrip()
+
+
+def session_request(cassette: dict, request: RequestSummary) -> RequestSummary:
+    """The upgrade's summary with what the session's messages say: the model (`session.created`, Gemini's
+    `setup`) when the URL has none, and the first user text."""
+    conversation = session_conversation(cassette)
+    first = next(
+        (part.text for turn in conversation.turns if turn.role == "user" for part in turn.parts if part.kind == "text"),
+        request.first_user_message,
+    )
+    return dataclasses.replace(request, model=request.model or conversation.model, first_user_message=first)
 
 
 def run_ls(args: argparse.Namespace) -> int:

@@ -27,6 +27,30 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
+def write_new(path: Path, data: bytes, mode: int = 0o644) -> bool:
+    """Write `path` whole, only if no file is there: False, and nothing written, when another writer (another
+    proxy sharing the folder) got there first. Hard-linked from the temp file, which fails when the name is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:  # a file system without hard links: a rename, after a last look
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def remove_stale_temp_files(root: Path, now: float | None = None) -> list[Path]:
     """Delete the `.<name>.*.tmp` files a killed writer left behind; lookups never read them anyway."""
     now = time.time() if now is None else now

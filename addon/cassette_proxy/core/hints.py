@@ -15,14 +15,25 @@ STARTERS = ("mitmdump", "run", "serve", "pytest")
 DEFAULT_STARTER = "mitmdump"
 
 
-def record(started_by: str) -> str:
-    """How to record what is missing (the rest keeps replaying)."""
-    command = {
+def _record_command(started_by: str) -> str:
+    return {
         "run": "cassette run --mode record -- …",
         "serve": "cassette serve --mode record",
         "pytest": "pytest --cassette-mode=record",
     }.get(started_by, "--set cassette_mode=record")
-    return f"To record it: `{command}` (records only what is missing)."
+
+
+def record(started_by: str) -> str:
+    """How to record what is missing (the rest keeps replaying)."""
+    return f"To record it: `{_record_command(started_by)}` (records only what is missing)."
+
+
+def record_session(started_by: str) -> str:
+    """How to record a WebSocket session that has no recording: record mode runs it live, the others stay."""
+    return (
+        f"To record it: `{_record_command(started_by)}` (runs the session live and saves it beside the sessions already recorded "
+        "for this URL)."
+    )
 
 
 def ignore_value(started_by: str, expression: str) -> str:

@@ -22,6 +22,10 @@ from .key import parse_ignore_paths, without_paths
 from .session_match import GEMINI, OPENAI
 from .summary import ResponseSummary
 
+RESPONSES = "openai-responses"
+"""The Responses API's WebSocket mode (`wss://…/v1/responses`, openai-agents' websocket transport): each
+`response.create` is one call, answered with the events its HTTP twin streams."""
+
 _SIDECAR_SIZE = re.compile(r"^\[sidecar: (\d+) bytes\]$")
 
 
@@ -151,6 +155,47 @@ class _Reader:
             self.add("error", Part("text", str(event["error"].get("message", ""))))
         return ""
 
+    # -- the Responses API's WebSocket mode -------------------------------------------------------------------
+
+    def responses_client(self, event: dict[str, Any]) -> str:
+        if event.get("type") != "response.create":
+            return ""
+        self.model = str(event.get("model") or self.model)
+        if isinstance(event.get("instructions"), str) and not any(t.role == "system" for t in self.turns):
+            self.add("system", Part("text", event["instructions"]))
+        for tool in event.get("tools") or []:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if isinstance(name, str) and name not in self.tools:
+                self.tools.append(name)
+        given = event.get("input")
+        for item in [{"role": "user", "content": given}] if isinstance(given, str) else given or []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call_output":
+                self.add("tool", Part("tool_result", str(item.get("output", "")), str(item.get("call_id", ""))))
+            elif isinstance(item.get("role"), str) and isinstance(item.get("content"), str):
+                self.add(item["role"], Part("text", item["content"]))
+            elif isinstance(item.get("role"), str):
+                self._openai_item(item)
+        return ""
+
+    def responses_server(self, event: dict[str, Any]) -> str:
+        kind = str(event.get("type", ""))
+        item = event.get("item")
+        if kind == "response.output_item.done" and isinstance(item, dict) and item.get("type") == "function_call":
+            self.add("assistant", Part("tool_call", str(item.get("arguments", "")), str(item.get("name", ""))))
+            return ""
+        response = event.get("response")
+        if kind in ("response.completed", "response.failed", "response.incomplete") and isinstance(response, dict):
+            self.finish = str(response.get("status") or self.finish)
+            self.model = self.model or str(response.get("model") or "")
+            if isinstance(response.get("usage"), dict):
+                self.usage = response["usage"]
+            return ""
+        if kind == "response.function_call_arguments.done":
+            return ""  # its call is read whole, with its name, from `response.output_item.done`
+        return self.openai_server(event)
+
     # -- Gemini Live -----------------------------------------------------------------------------------------
 
     def gemini_client(self, message: dict[str, Any]) -> str:
@@ -231,6 +276,10 @@ def session_shape(cassette: dict[str, Any]) -> str:
     first = next((_message(f) for f in _frames(cassette) if f.get("from") == "client"), None)
     if "BidiGenerateContent" in url or (isinstance(first, dict) and "setup" in first):
         return GEMINI
+    if urlsplit(url).path.endswith("/responses") or (
+        isinstance(first, dict) and first.get("type") == "response.create" and "input" in first
+    ):
+        return RESPONSES
     return OPENAI
 
 
@@ -238,7 +287,7 @@ def _frame_name(shape: str, frame: dict[str, Any]) -> str:
     arrow = "→" if frame.get("from") == "client" else "←"
     message = _message(frame)
     if isinstance(message, dict):
-        if shape == OPENAI and "type" in message:
+        if shape in (OPENAI, RESPONSES) and "type" in message:
             return f"{arrow} {message['type']}"
         message = _camel(message)
         name = next(iter(message), "{}")
@@ -263,6 +312,12 @@ def session_conversation(cassette: dict[str, Any]) -> Conversation:
             if shape == OPENAI:
                 added = (
                     reader.openai_client(message) if frame.get("from") == "client" else reader.openai_server(message)
+                )
+            elif shape == RESPONSES:
+                added = (
+                    reader.responses_client(message)
+                    if frame.get("from") == "client"
+                    else reader.responses_server(message)
                 )
             else:
                 added = (
@@ -342,10 +397,15 @@ def session_lines(cassette: dict[str, Any]) -> list[str]:
         if conversation.answer.parts
         else conversation.turns
     )
+    calls = ""
+    if conversation.shape == RESPONSES:
+        n = sum(isinstance(m := _message(f), dict) and m.get("type") == "response.create" for f in frames)
+        calls = f"{n} calls (response.create), "
     lines = [
         f"model:     {conversation.model or '-'}",
-        f"session:   {conversation.shape}, {len(frames)} messages ({sent} from the client, {len(frames) - sent} from "
-        f"the server) over {last_ms} ms, closed {session_close(cassette)}",
+        *([f"tools:     {', '.join(conversation.tools)}"] if conversation.tools else []),
+        f"session:   {conversation.shape}, {calls}{len(frames)} messages ({sent} from the client, "
+        f"{len(frames) - sent} from the server) over {last_ms} ms, closed {session_close(cassette)}",
         "turns:",
     ]
     for turn in turns:

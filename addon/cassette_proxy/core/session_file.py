@@ -36,6 +36,7 @@ import copy
 import hashlib
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -69,7 +70,19 @@ SIDECAR_NAME = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,199}\.bin")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
 _compact = encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-"""How a JSON frame goes back on the wire: compact, as the APIs send it."""
+"""How a JSON frame goes back on the wire unless its `json_format` says otherwise: compact, as most APIs send it."""
+
+JSON_FORMATS: dict[str, Callable[[Any], str]] = {
+    "compact": _compact,
+    "spaced": encoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False),
+    "indented": encoder(ensure_ascii=False, indent=2, separators=(",", ": "), allow_nan=False),
+    "compact-ascii": encoder(separators=(",", ":"), allow_nan=False),
+    "spaced-ascii": encoder(separators=(", ", ": "), allow_nan=False),
+    "indented-ascii": encoder(indent=2, separators=(",", ": "), allow_nan=False),
+}
+"""The encodings a server's JSON frame is written back in, byte for byte (`json_format`): compact (OpenAI), Python's
+spacing, two-space indents (Google's JSON printers), each with non-ASCII kept or escaped. A server frame none of
+them gives back exactly is kept as text or bytes instead: what the client receives is what the server sent."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,17 @@ def json_payload(payload: bytes) -> tuple[bool, Any]:
     return (True, value) if again == value else (False, None)
 
 
+def exact_json_format(payload: bytes, value: Any) -> str | None:
+    """The name of the JSON_FORMATS encoding that writes `value` back as exactly `payload`, or None."""
+    for name, encode in JSON_FORMATS.items():
+        try:
+            if encode(value).encode("utf-8") == payload:
+                return name
+        except (ValueError, RecursionError):
+            return None
+    return None
+
+
 def _unique_names(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) != len(pairs):
@@ -175,6 +199,10 @@ def stored_frames(frames: Sequence[Frame], sidecar_min: int = SIDECAR_MIN) -> tu
             "frame": "text" if frame.is_text else "binary",
         }
         is_json, value = json_payload(frame.payload)
+        json_format = "compact"
+        if is_json and not frame.from_client:  # a client's frames are matched by value, never sent back
+            json_format = exact_json_format(frame.payload, value) or ""
+            is_json = bool(json_format)
         if is_json:
             moved: list[dict[str, Any]] = []
             for path, data in _long_base64(value, sidecar_min) if len(frame.payload) >= sidecar_min else ():
@@ -183,6 +211,8 @@ def stored_frames(frames: Sequence[Frame], sidecar_min: int = SIDECAR_MIN) -> tu
             for span in moved:  # `value` was parsed for this frame alone: changed in place
                 _set(value, span["path"], placeholder(span["length"]))
             entry["json"] = value
+            if json_format != "compact":
+                entry["json_format"] = json_format
             if moved:
                 entry["in_sidecar"] = moved
         elif frame.is_text:
@@ -339,6 +369,9 @@ def _check_frame(
             _compact(frame["json"])
         except (ValueError, RecursionError):
             raise CassetteError(path, f"{where}.json cannot be sent as JSON (NaN or infinity)") from None
+    json_format = frame.get("json_format")
+    if json_format is not None and (kind != "json" or json_format not in JSON_FORMATS):
+        raise CassetteError(path, f"{where}.json_format must be one of {', '.join(JSON_FORMATS)}, on a JSON frame")
     moved = frame.get("in_sidecar")
     if moved is not None:
         if kind != "json" or not isinstance(moved, list):
@@ -405,6 +438,23 @@ def _check_close(path: Path | str, close: Any) -> None:
         raise CassetteError(path, f"session.close.reason must be a string of at most {MAX_REASON_BYTES} bytes")
 
 
+def session_files(path: Path) -> list[Path]:
+    """The files that may hold the sessions recorded for the upgrade whose cassette is `path` (`<key>.json`):
+    it, then every `<key>.<n>.json` beside it (the other conversations to that URL), in name order. Temp files (`.<name>.tmp`) and sidecars (`.bin`) are not among them."""
+    stem = path.name.removesuffix(".json")
+    try:
+        names = set(os.listdir(path.parent))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    numbers = sorted(
+        int(middle)
+        for name in names
+        if name.startswith(f"{stem}.") and name.endswith(".json")
+        and (middle := name[len(stem) + 1 : -len(".json")]).isdigit() and middle[0] != "0"
+    )  # fmt: skip
+    return ([path] if path.name in names else []) + [path.parent / f"{stem}.{n}.json" for n in numbers]
+
+
 def sidecar_of(path: Path, cassette: dict[str, Any]) -> Path | None:
     """The sidecar file a session cassette names (beside it), or None."""
     described = cassette.get("session", {}).get("sidecar")
@@ -458,7 +508,7 @@ def restored_payload(entry: dict[str, Any], sidecar: bytes) -> bytes:
             for span in moved:
                 data = sidecar[span["offset"] : span["offset"] + span["length"]]
                 _set(value, span["path"], base64.b64encode(data).decode("ascii"))
-        return _compact(value).encode("utf-8")
+        return JSON_FORMATS[entry.get("json_format", "compact")](value).encode("utf-8")
     if "text" in entry:
         text: str = entry["text"]
         return text.encode("utf-8")

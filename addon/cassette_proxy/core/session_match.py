@@ -12,8 +12,11 @@ told to the client in the API's own error shape.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 from .diff import differences, shown
@@ -87,6 +90,10 @@ def _described(identity: Any) -> str:
     return f"{identity.get('bytes', '?')} bytes with sha256 {identity['sha256'][:12]}…"
 
 
+def _whole(identity: Any) -> str:
+    return json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+
+
 @dataclass(frozen=True)
 class Miss:
     """A live client message the recording does not have: its number (from 1) and what differs."""
@@ -94,19 +101,21 @@ class Miss:
     number: int
     differences: list[str]
     recorded_count: int
+    likeness: float = 0.0
+    """How alike the recorded and the live message are (0 to 1): which of several recordings is the nearest."""
 
-    def message(self, cassette: str) -> str:
+    def message(self, cassette: str, hint: str = "", among: int = 1) -> str:
+        """What the client and the log are told: `cassette` the nearest recording, of `among` at this URL."""
+        nearest = f" (the nearest of the {among} sessions recorded for this URL)" if among > 1 else ""
         if self.number > self.recorded_count:
-            what = f"the session {cassette} recorded only {self.recorded_count} client messages"
+            what = f"the session {cassette}{nearest} recorded only {self.recorded_count} client messages"
         else:
             changed = "; ".join(self.differences[:3]) + (
                 f" (+{len(self.differences) - 3} more)" if len(self.differences) > 3 else ""
             )
-            what = f"it differs from the recording in {cassette}: {changed}"
-        return (
-            f"cassette_miss: client message {self.number} of this WebSocket session has no recording: {what}. "
-            "Run with cassette_mode=update to record the session again."
-        )
+            what = f"it differs from the recording in {cassette}{nearest}: {changed}"
+        text = f"cassette_miss: client message {self.number} of this WebSocket session has no recording: {what}."
+        return f"{text} {hint}" if hint else text
 
 
 class SessionScript:
@@ -160,7 +169,166 @@ class SessionScript:
         diff = identity_differences(stored, live)
         if digest is not None:
             diff.append("(the recorded message was redacted when stored: the diff shows the redacted text)")
-        return Miss(number, diff or ["the message differs from the recording"], len(self.turns))
+        likeness = SequenceMatcher(None, _whole(stored), _whole(live), autojunk=False).ratio()
+        return Miss(number, diff or ["the message differs from the recording"], len(self.turns), likeness)
+
+
+class SessionChoice:
+    """The sessions recorded for one upgrade key, narrowed by each live client message to those it matches.
+
+    Several conversations may share a URL (two tests to one model): each connection is played from all of
+    them; a session drops out at the first client message it does not have. The server messages are those
+    of the first session (in the order given) still matching; the session server holds them while several
+    match (proxy/session_server.py), so a conversation told apart at its second message gets its own
+    recording whole. When none is left, the miss is told with the diff of the nearest, as for one recording.
+
+    A client answered from one recording that goes on in another's conversation sends back the ids the first
+    one's server made up (`previous_response_id`, an `item_id`): each is read as the id the other recording
+    has at the same place of the same turn (`made_up_ids`) before its message is compared.
+    """
+
+    def __init__(self, candidates: Sequence[tuple[str, SessionScript]]) -> None:
+        if not candidates:
+            raise ValueError("a choice needs at least one recorded session")
+        self.candidates = len(candidates)
+        self.survivors = list(candidates)
+        """(cassette name, its script): the sessions every client message so far matched, the leader first."""
+        self.played: dict[int, SessionScript] = {}
+        """Turn number -> the session whose server messages the client got for it."""
+        self._ids: dict[tuple[int, int, int], dict[str, str]] = {}
+
+    @property
+    def cassette(self) -> str:
+        """The session being played (after a miss: the nearest one)."""
+        return self.survivors[0][0]
+
+    @property
+    def session(self) -> Session:
+        return self.survivors[0][1].session
+
+    @property
+    def opening(self) -> list[Frame]:
+        return self.survivors[0][1].opening
+
+    @property
+    def finished(self) -> bool:
+        """No session still matching has a later client message: the recorded server close may follow."""
+        return all(script.finished for _, script in self.survivors)
+
+    @property
+    def matched(self) -> int:
+        """Client messages matched so far (the same for every session still matching)."""
+        return self.survivors[0][1].matched
+
+    @property
+    def chosen(self) -> bool:
+        """One session is left: what it recorded is what the client gets."""
+        return len(self.survivors) == 1
+
+    def lead_with_an_answer(self) -> None:
+        """The client is waiting: lead with the first session whose recording answered it here. A recording where
+        the client sent its next message before any answer cannot be the one a waiting client is in."""
+        number = self.matched
+        self.survivors.sort(key=lambda entry: not (entry[1].turns[number - 1][2] if number else entry[1].opening))
+
+    def turn(self, number: int) -> tuple[int, list[Frame]]:
+        """The leader's turn `number`: (the recorded client message's ms, the server messages sent after it);
+        turn 0 is the opening, sent on connect."""
+        script = self.survivors[0][1]
+        self.played[number] = script
+        if number == 0:
+            return 0, script.opening
+        _, recorded, replies = script.turns[number - 1]
+        return recorded.ms, replies
+
+    def answer(self, payload: bytes) -> tuple[Frame, list[Frame]] | Miss:
+        """The leader's recorded message and replies, once the sessions that do not match this one are dropped;
+        when none matches, the miss of the nearest: the fewest differences, then the most alike message."""
+        answered = [(name, script, script.answer(self._as_in(script, payload))) for name, script in self.survivors]
+        matched = [(name, script, result) for name, script, result in answered if not isinstance(result, Miss)]
+        if matched:
+            self.survivors = [(name, script) for name, script, _ in matched]
+            result = matched[0][2]
+            assert not isinstance(result, Miss), "matched results are answers"
+            return result
+        misses = [(name, script, result) for name, script, result in answered if isinstance(result, Miss)]
+        name, script, miss = min(misses, key=lambda entry: (len(entry[2].differences), -entry[2].likeness))
+        self.survivors = [(name, script)]
+        return miss
+
+    def _as_in(self, script: SessionScript, payload: bytes) -> bytes:
+        """The live message with the ids other recordings' server messages gave the client read as `script`'s."""
+        ids: dict[str, str] = {}
+        for number, played in self.played.items():
+            if played is not script:
+                pair = (number, id(played), id(script))  # each turn's frames read once, however many messages follow
+                if pair not in self._ids:
+                    self._ids[pair] = made_up_ids(_turn_frames(played, number), _turn_frames(script, number))
+                ids.update(self._ids[pair])
+        if not ids:
+            return payload
+        try:
+            message = json.loads(payload)
+        except (ValueError, RecursionError):
+            return payload
+        return json.dumps(_replaced(message, ids), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _turn_frames(script: SessionScript, number: int) -> list[Frame]:
+    if number == 0:
+        return script.opening
+    return script.turns[number - 1][2] if number <= len(script.turns) else []
+
+
+_ID = re.compile(r"(?=.*[0-9])(?=.*[A-Za-z])[A-Za-z0-9_-]{6,200}")
+"""What a made-up id looks like (`resp_…`, `item_…`, `call_…`): letters and digits, no spaces: never a word."""
+
+
+def _looks_made_up(value: str) -> bool:
+    return _ID.fullmatch(value) is not None
+
+
+def made_up_ids(sent: Sequence[Frame], recorded: Sequence[Frame]) -> dict[str, str]:
+    """id the client got -> the id `recorded` has there instead: strings that look like ids and differ at the same
+    place of the same server message, message by message; an id seen with two counterparts is left alone."""
+    found: dict[str, str] = {}
+    clashes: set[str] = set()
+    for ours, theirs in zip(sent, recorded, strict=False):
+        try:
+            pairs = _differing_strings(json.loads(ours.payload), json.loads(theirs.payload))
+        except (ValueError, RecursionError):
+            continue
+        for given, wanted in pairs:
+            if _looks_made_up(given) and _looks_made_up(wanted) and found.setdefault(given, wanted) != wanted:
+                clashes.add(given)
+    return {given: wanted for given, wanted in found.items() if given not in clashes}
+
+
+def _differing_strings(a: Any, b: Any) -> Iterator[tuple[str, str]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in a.keys() & b.keys():
+            yield from _differing_strings(a[name], b[name])
+    elif isinstance(a, list) and isinstance(b, list):
+        for x, y in zip(a, b, strict=False):
+            yield from _differing_strings(x, y)
+    elif isinstance(a, str) and isinstance(b, str) and a != b:
+        yield a, b
+
+
+def _replaced(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {name: _replaced(item, ids) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, ids) for item in value]
+    if isinstance(value, str):
+        return ids.get(value, value)
+    return value
+
+
+def same_conversation(session: Session, client_messages: Sequence[bytes], settings: MatchSettings) -> bool:
+    """The recorded session has exactly these client messages, each matching as a replay would match it."""
+    script = SessionScript(session, settings)
+    return all(not isinstance(script.answer(payload), Miss) for payload in client_messages) and script.finished
 
 
 def shape_of(url: str, frames: Sequence[Frame]) -> str:

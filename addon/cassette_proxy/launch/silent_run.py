@@ -33,7 +33,8 @@ def saw_nothing(report: Report) -> bool:
         return False
     if report.mode == "replay":
         return report.hits == 0 and not report.misses
-    return report.hits == 0 and report.recorded == 0 and report.upstream == 0
+    # A miss, in any mode, is a request that reached the proxy: never a silent run.
+    return report.hits == 0 and report.recorded == 0 and report.upstream == 0 and not report.misses
 
 
 def warning(

@@ -53,7 +53,7 @@ from .routes import FORWARD, RouteTable
 from .runs import Runs
 from .seal import Seal
 from .sequence import Sequencer
-from .sessions import Sessions, SessionTarget, is_upgrade
+from .sessions import Played, Sessions, SessionTarget, is_upgrade
 from .state import FlowState, new_state, state_of
 from .telemetry import Telemetry
 from .upstream import UpstreamGuard
@@ -123,7 +123,9 @@ class CassetteAddon:
         self.replayer.configure(run.root, run.max_size, REPLAY_CACHE_SIZE + run.preload, run.replay_speed)
         self.telemetry.configure(run.telemetry)
         self.upstream.configure(run.upstream_timeout)
-        self.sessions.configure(run.root, run.max_size, run.session_ignore, run.recipe.to_json(), run.redact_rules)
+        self.sessions.configure(
+            run.root, run.max_size, run.session_ignore, run.recipe.to_json(), run.redact_rules, run.started_by
+        )
         run_rules = RequestRules(
             None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
         )
@@ -209,7 +211,7 @@ class CassetteAddon:
         facts = request_facts(flow.request, run.read_headers, host)
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
         key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
-        relative = self._cassette_name(facts, key, rules)
+        relative = self._cassette_name(facts, key, rules, is_upgrade(flow.request))
         if rules.mode != "update" and await self._replayed(flow, state, facts, key, relative, rules):
             return
         if rules.mode == "replay":
@@ -244,13 +246,14 @@ class CassetteAddon:
             return True
         return False
 
-    def _cassette_name(self, facts: RequestFacts, key: str, rules: RequestRules) -> str:
-        """Where this request's cassette lives, relative to the cassette folder."""
+    def _cassette_name(self, facts: RequestFacts, key: str, rules: RequestRules, upgrade: bool = False) -> str:
+        """Where this request's cassette lives, relative to the cassette folder. The sessions of an upgrade are
+        told apart by their conversation, whatever the repeats (sessions.py)."""
         name = relative_name(facts.scheme, facts.host, facts.port, facts.path, key)
         relative = scoped_name(name, rules.test, rules.scope)
         if len(relative) > MAX_NAME:  # too long for the file system: a readable prefix and a hash (location.py)
             relative = scoped_name(short_name(name), rules.test, rules.scope)
-        if rules.repeats == "sequence":
+        if rules.repeats == "sequence" and not upgrade:
             run = self._run()
             relative = self.sequencer.next(key, relative, run.root_prefix, rules.mode == "replay", rules.test)
         return relative
@@ -264,9 +267,14 @@ class CassetteAddon:
         try:
             if is_upgrade(flow.request):
                 target = SessionTarget(key, path, relative, public_url(facts))
-                if await self.sessions.replay(flow, state, target, rules, run.replay_speed):
+                played = await self.sessions.replay(
+                    flow, state, target, rules, run.replay_speed, live=rules.mode == "record"
+                )
+                if played is Played.PLAYED:
                     self.seal.exempt.add(self.sessions.address)
                     return True
+                if played is Played.LIVE:  # record mode: a new conversation is known too late to go live then
+                    return False
             replay = await self.replayer.load(path)
         except (OSError, CassetteError) as e:
             state.outcome = "error"

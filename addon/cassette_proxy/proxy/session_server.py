@@ -9,8 +9,10 @@ addon routes a replayed upgrade to this server inside the proxy process
 (127.0.0.1, a free port), which the seal lets through and nothing else
 listens on. mitmproxy relays its frames to the client as it would an
 upstream's, and each client message reaches it to be matched
-(core/session_match.py). Each registered session is served once, under an
-unguessable path.
+(core/session_match.py). Each registered play is served once, under an
+unguessable path. A play holds every session recorded for the URL; while
+several still match, what the server would send waits for the client's next
+message (HOLD_SECONDS), which may tell them apart.
 """
 
 from __future__ import annotations
@@ -38,31 +40,41 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from ..core.printable import logger
-from ..core.session_file import Close, Frame
-from ..core.session_match import ERROR_CLOSE_CODE, MISS_CLOSE_CODE, Miss, SessionScript, close_reason, miss_event
+from ..core.session_file import Frame
+from ..core.session_match import ERROR_CLOSE_CODE, MISS_CLOSE_CODE, Miss, SessionChoice, close_reason, miss_event
 from .loopback_server import LoopbackServer
 
 log = logger(__name__)
 
+HOLD_SECONDS = 0.2
+"""While several recorded sessions still match, what the server would send waits this long for the client's
+next message, which may tell them apart (an SDK sends its first messages back to back); a client that waits
+for an answer gets the first matching session's once it is quiet this long."""
+
 
 @dataclass
 class SessionPlay:
-    """One recorded session registered to be played to the next connection on its path."""
+    """The sessions recorded for one upgrade, registered to be played to the next connection on its path."""
 
-    script: SessionScript
-    cassette: str
-    """The cassette's name relative to the cassette folder, for messages."""
+    choice: SessionChoice
+    """The recorded sessions, by their names relative to the cassette folder; each client message narrows them."""
     shape: str
     """Whose error shape a miss is told in (session_match.OPENAI or GEMINI)."""
     headers: list[tuple[bytes, bytes]]
     """The recorded 101's headers, less the handshake's own."""
     subprotocol: str | None
-    close: Close | None
     speed: float | None
     """cassette_replay_timing: None sends every message at once, else the speed factor of the recorded gaps."""
     on_end: Callable[[SessionPlay, str, dict | None], None]
     """Called once: (the play, "hit" | "miss" | "error", the miss or error's details)."""
+    hint: str = ""
+    """What a miss tells the client to type to record the session (core/hints.py)."""
     ended: bool = field(default=False)
+
+    @property
+    def cassette(self) -> str:
+        """The session being played (after a miss: the nearest recording), for messages and the report."""
+        return self.choice.cassette
 
     def end(self, outcome: str, details: dict | None = None) -> None:
         if not self.ended:
@@ -120,6 +132,11 @@ class _Connection:
         self.parts: list[bytes] = []
         self.missed = False
         self.done = False
+        self.sent = 0
+        """Turns whose server messages are queued: 0 none yet, 1 the opening, n + 1 those after client message n."""
+        self.arrived: list[float] = []
+        """When each turn began (loop time): the handshake, then each matching client message."""
+        self.hold: asyncio.TimerHandle | None = None
 
     async def run(self) -> None:
         try:
@@ -141,6 +158,8 @@ class _Connection:
     def finish(self) -> None:
         """The session is over for this client: count it (a hit unless it missed or failed), close the socket."""
         self.done = True
+        if self.hold is not None:
+            self.hold.cancel()
         if self.sender is not None:
             self.sender.cancel()
         if self.play is not None:
@@ -175,36 +194,69 @@ class _Connection:
         chosen = play.subprotocol if play.subprotocol in request.subprotocols else None
         self._send(AcceptConnection(subprotocol=chosen, extra_headers=play.headers))
         self.sender = asyncio.get_running_loop().create_task(self._send_batches())
-        opening = _Batch(asyncio.get_running_loop().time(), 0, play.script.opening)
-        self._close_if_finished(opening)
-        self.queue.put_nowait(opening)
+        self.arrived.append(asyncio.get_running_loop().time())
+        self._release_or_hold()
+
+    def _release_or_hold(self) -> None:
+        """Send what the one session left recorded; while several match, wait for the next client message."""
+        play = self.play
+        assert play is not None, "turns begin once the handshake found the play"
+        if self.hold is not None:
+            self.hold.cancel()
+            self.hold = None
+        if play.choice.chosen:
+            self._release()
+        else:
+            self.hold = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._quiet)
+
+    def _quiet(self) -> None:
+        """The client sent nothing while several sessions matched: it waits for an answer."""
+        if self.play is not None and not self.done:
+            self.play.choice.lead_with_an_answer()
+        self._release()
+
+    def _release(self) -> None:
+        """Queue every turn matched and not yet sent, as the leading session recorded it."""
+        if self.hold is not None:
+            self.hold.cancel()
+            self.hold = None
+        play = self.play
+        if play is None or self.done:
+            return
+        choice = play.choice
+        while self.sent <= choice.matched:
+            ms, frames = choice.turn(self.sent)
+            batch = _Batch(self.arrived[self.sent], ms, frames)
+            self.sent += 1
+            if self.sent > choice.matched:
+                self._close_if_finished(batch)
+            self.queue.put_nowait(batch)
 
     def _close_if_finished(self, batch: _Batch) -> None:
         """The recording ended with the server's close after its last messages: so does the replay."""
         play = self.play
         assert play is not None, "a batch is made once the handshake found the play"
-        close = play.close
-        if play.script.finished and close is not None and close.by == "server":
+        close = play.choice.session.close
+        if play.choice.finished and close is not None and close.by == "server":
             batch.close = (close.code, close.reason)
 
     def _client_message(self, payload: bytes) -> None:
         if self.play is None or self.missed:
             return  # after a miss the session is closing: later messages are not compared
-        result = self.play.script.answer(payload)
+        result = self.play.choice.answer(payload)
         now = asyncio.get_running_loop().time()
         if isinstance(result, Miss):
+            self._release()  # what the nearest session answered to the messages before
             self._miss(result, payload, now)
             return
-        recorded, replies = result
-        batch = _Batch(now, recorded.ms, replies)
-        self._close_if_finished(batch)
-        self.queue.put_nowait(batch)
+        self.arrived.append(now)
+        self._release_or_hold()
 
     def _miss(self, miss: Miss, payload: bytes, now: float) -> None:
         self.missed = True
         play = self.play
         assert play is not None, "a message is compared once the handshake found the play"
-        message = miss.message(play.cassette)
+        message = miss.message(play.cassette, play.hint, play.choice.candidates)
         details = {"cassette": play.cassette, "message_number": miss.number, "differences": miss.differences}
         play.end("miss", {**details, "message": message})
         event = miss_event(play.shape, message, details, _event_id(payload))

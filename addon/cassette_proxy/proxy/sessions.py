@@ -2,20 +2,28 @@
 
 The cassette addon keys a WebSocket upgrade like any request and calls this
 module from its hooks:
-- `replay` (request hook, replay and record modes): a session cassette at the
-  request's path is played by the loopback SessionServer; the flow is routed
-  there, never upstream. Counted when the session ends: a hit, or a miss with
-  the field diff of the first client message the recording does not have.
+- `replay` (request hook): the sessions recorded for the upgrade's key
+  (`<key>.json` and `<key>.*.json`: several conversations may share a URL)
+  are played by the loopback SessionServer, each client message narrowing
+  them to those it matches; the flow is routed there, never upstream. Counted
+  when the session ends: a hit, or a miss with the field diff of the nearest
+  recording. In record mode a session runs live instead: whether it is a new
+  conversation is known only at the message where it differs, too late to go
+  live exactly.
 - `upgraded` (response hook): a forwarded upgrade answered 101 becomes a
   recording; a 101 is never saved as a plain HTTP cassette.
 - `ended` (websocket_end hook): a recording whose session closed with a close
-  frame is saved; one cut off (no close frame, a server failure code, the
-  proxy stopping) is not, and the report says why.
+  frame is saved beside the conversations already recorded for its key (the
+  one with the same client messages is kept in record mode, replaced in
+  update mode); one cut off (no close frame, a server failure code, the proxy
+  stopping) is not, and the report says why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import enum
 import threading
 import time
 from dataclasses import dataclass
@@ -25,9 +33,10 @@ from mitmproxy import http
 from mitmproxy import version as mitmproxy_version
 
 from .. import __version__
-from ..core import redact
-from ..core.atomic_write import write_atomic
+from ..core import hints, redact
+from ..core.atomic_write import write_atomic, write_new
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
+from ..core.location import repeat_path
 from ..core.printable import logger
 from ..core.report import ErrorEntry, ErrorKind, Miss, Report
 from ..core.session_file import (
@@ -38,12 +47,21 @@ from ..core.session_file import (
     is_session,
     read_session,
     redact_frames,
+    session_files,
     session_object,
     sidecar_name,
     sidecar_of,
     stored_frames,
 )
-from ..core.session_match import DEFAULT_SESSION_IGNORE, MatchSettings, SessionScript, message_digest, shape_of
+from ..core.session_match import (
+    DEFAULT_SESSION_IGNORE,
+    MatchSettings,
+    SessionChoice,
+    SessionScript,
+    message_digest,
+    same_conversation,
+    shape_of,
+)
 from .control_channel import RequestRules
 from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
@@ -54,6 +72,9 @@ log = logger(__name__)
 HANDSHAKE_HEADERS = frozenset({"sec-websocket-accept", "sec-websocket-extensions", "sec-websocket-protocol"})
 """Made anew by the session server for each client: the accept from the client's key, no extensions (frames
 are stored decoded), the subprotocol only if the client offers it."""
+
+MAX_SESSIONS_PER_URL = 10_000
+"""Session files one upgrade key may number (`<key>.<n>.json`): far above a suite's conversations to one URL."""
 
 SERVER_FAILURE_CODES = frozenset({1011, 1012, 1013, 1014})
 """Close codes a server sends when it fails (internal error, restart, try again later, bad gateway): like a 5xx,
@@ -76,6 +97,17 @@ class SessionTarget:
     """The request's URL as stored: no credentials."""
 
 
+class Played(enum.Enum):
+    """What `Sessions.replay` did with an upgrade."""
+
+    PLAYED = "played"
+    """Routed to the session server, which plays the recorded sessions."""
+    LIVE = "live"
+    """Sessions are recorded for it, and record mode runs it live: forwarded, and saved if it is new."""
+    NONE = "none"
+    """No session recorded for it (there may be a plain cassette, such as a recorded 404 to the upgrade)."""
+
+
 @dataclass
 class Recording:
     target: RecordTarget
@@ -83,6 +115,8 @@ class Recording:
     """When the 101 arrived: frames are timed from it."""
     headers: dict[str, str]
     settings: MatchSettings
+    replaces: bool
+    """Update mode: a recorded session with the same client messages is replaced; record mode keeps it."""
 
 
 class Sessions:
@@ -98,8 +132,11 @@ class Sessions:
         self.keyed_with: dict = {}
         self.root: Path | None = None
         self.max_size = DEFAULT_MAX_SIZE
+        self.started_by = hints.DEFAULT_STARTER
         self.writing = 0
         self._written = threading.Condition()
+        self._placing = threading.Lock()
+        """Held from choosing a session's file to writing it: two sessions of one URL ending together get two."""
 
     def configure(
         self,
@@ -108,10 +145,11 @@ class Sessions:
         session_ignore: tuple[str, ...],
         keyed_with: dict,
         redact_rules: tuple[redact.Rule, ...],
+        started_by: str = hints.DEFAULT_STARTER,
     ) -> None:
         """The run's options, as options.py parsed them."""
         self.root, self.max_size, self.session_ignore = root, max_size, session_ignore
-        self.keyed_with, self.redact_rules = keyed_with, redact_rules
+        self.keyed_with, self.redact_rules, self.started_by = keyed_with, redact_rules, started_by
 
     def settings(self, rules: RequestRules) -> MatchSettings:
         return MatchSettings(tuple(rules.keys.ignore), tuple(rules.keys.values), self.session_ignore)
@@ -119,22 +157,30 @@ class Sessions:
     # -- replay ------------------------------------------------------------------------------------------------
 
     async def replay(
-        self, flow: http.HTTPFlow, state: FlowState, target: SessionTarget, rules: RequestRules, speed: float | None
-    ) -> bool:
-        """Play the session recorded at `target.path` to this flow; False when there is none (no file, or a plain
-        cassette, such as a recorded 404 to the upgrade, which the HTTP replay answers).
-        CassetteError or OSError for a file that cannot be used."""
-        found = await asyncio.to_thread(self._read, Path(target.path))
-        if found is None:
-            return False
-        cassette, session = found
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        target: SessionTarget,
+        rules: RequestRules,
+        speed: float | None,
+        live: bool = False,
+    ) -> Played:
+        """Play the sessions recorded for `target` (at `target.path` and beside it) to this flow; with `live`
+        (record mode) leave a flow that has some to be forwarded. CassetteError or OSError for a file that
+        cannot be used: a broken recording is refused, never skipped."""
+        found = await asyncio.to_thread(self._read_all, Path(target.path), target.relative)
+        if not found:
+            return Played.NONE
+        if live:
+            return Played.LIVE
         settings = self.settings(rules)
+        choice = SessionChoice([(relative, SessionScript(session, settings)) for relative, _, session in found])
+        _, cassette, session = found[0]
         response = cassette["response"]
         headers = response.get("headers", {})
         subprotocol = headers.get("sec-websocket-protocol")
         play = SessionPlay(
-            script=SessionScript(session, settings),
-            cassette=target.relative,
+            choice=choice,
             shape=shape_of(cassette["request"].get("url", ""), session.frames),
             headers=[
                 (n.encode(), v.encode("utf-8", "surrogateescape"))
@@ -142,9 +188,9 @@ class Sessions:
                 if n not in HANDSHAKE_HEADERS
             ],
             subprotocol=subprotocol.split(",")[0].strip() if subprotocol else None,
-            close=session.close,
             speed=speed,
-            on_end=lambda play, outcome, details: self._count(target, rules, outcome, details),
+            on_end=lambda play, outcome, details: self._count(target, play.cassette, rules, outcome, details),
+            hint=hints.record_session(self.started_by),
         )
         await self.server.start()
         request = flow.request
@@ -152,25 +198,34 @@ class Sessions:
         request.path = self.server.register(play)
         state.outcome = "session"
         state.session_replay = True
-        return True
+        return Played.PLAYED
 
     @property
     def address(self) -> tuple[str, int]:
         """The session server's address, which the seal lets a replayed flow reach."""
         return ("127.0.0.1", self.server.port)
 
-    def _read(self, path: Path) -> tuple[dict, Session] | None:
-        try:
-            cassette = load(path, self.root, self.max_size)
-        except FileNotFoundError:
-            return None
-        if not is_session(cassette):
-            return None
-        return cassette, read_session(path, cassette, self.root, self.max_size)
+    def _read_all(self, path: Path, relative: str) -> list[tuple[str, dict, Session]]:
+        """(name relative to the cassette folder, cassette, session) of every session recorded for the upgrade
+        whose cassette is `path`; plain cassettes beside them are left to the HTTP replay."""
+        folder = relative.rpartition("/")[0]
+        found = []
+        for file in session_files(path):
+            try:
+                cassette = load(file, self.root, self.max_size)
+            except FileNotFoundError:  # removed since the folder was listed
+                continue
+            if is_session(cassette):
+                name = f"{folder}/{file.name}" if folder else file.name
+                found.append((name, cassette, read_session(file, cassette, self.root, self.max_size)))
+        return found
 
-    def _count(self, target: SessionTarget, rules: RequestRules, outcome: str, details: dict | None) -> None:
-        """A played session's end, in the report: a hit, a miss (with its diff) or an error of ours."""
-        url, relative = redact.loggable_url(target.url), target.relative
+    def _count(
+        self, target: SessionTarget, relative: str, rules: RequestRules, outcome: str, details: dict | None
+    ) -> None:
+        """A played session's end, in the report: a hit, a miss (with its diff) or an error of ours, for the
+        recording that was played (after a miss: the nearest)."""
+        url = redact.loggable_url(target.url)
         if outcome == "hit":
             self.report.hit(rules.test, relative)
         elif outcome == "miss":
@@ -220,7 +275,8 @@ class Sessions:
             name: value for name, value in headers.items() if name not in HANDSHAKE_HEADERS - {"sec-websocket-protocol"}
         }
         started = response.timestamp_end or time.time()
-        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules))
+        replaces = rules.mode == "update"
+        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules), replaces)
 
     async def ended(self, flow: http.HTTPFlow) -> None:
         """The session's close: saved when it closed with a close frame and not by a server failure."""
@@ -235,10 +291,15 @@ class Sessions:
         by = "client" if websocket.closed_by_client else "server"
         code = websocket.close_code
         if code in (None, 1006) or flow.error:
+            # mitmproxy relays a dropped connection as a close frame to the other side, and 1006 cannot be sent
+            # (wsproto sends 1000 for it) before any hook runs: the message says what that side was told.
+            told = "the client was closed with code 1000 by mitmproxy" if by == "server" else "the upstream was closed"
             self._not_saved(
                 target,
                 ErrorKind.SESSION_INCOMPLETE,
-                f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code {code})",
+                f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code "
+                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told}, which "
+                "does not mean it was recorded)",
             )
             return
         if by == "server" and code in SERVER_FAILURE_CODES:
@@ -260,48 +321,103 @@ class Sessions:
 
     def _write(self, recording: Recording, frames: list[Frame], close: Close) -> None:
         target = recording.target
+        kept = False
         try:
-            stored, sidecar = stored_frames(frames)
-            rules = self.redact_rules
-            settings = recording.settings
-            digested = redact_frames(
-                stored,
-                [f.payload for f in frames],
-                lambda value, where: redact.redacted(value, where, rules),
-                lambda payload: message_digest(payload, settings),
-            )
-            sidecar_file = sidecar_name(target.path.name, sidecar) if sidecar else ""
-            session = session_object(
-                stored,
-                close,
-                settings.session_ignore,
-                sidecar,
-                sidecar_file,
-                settings.fingerprint if digested else None,
-            )
-            response = {"status": 101, "headers": recording.headers}
-            recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
-            cassette = new_cassette(target.key, target.request, response, recorded_with, self.keyed_with)
-            cassette = {**redact.redact(cassette, rules), "cassette_format": SESSION_FORMAT, "session": session}
-            replaced = _sidecar_in_use(target.path)
-            if sidecar:
-                write_atomic(target.path.parent / sidecar_file, sidecar)
-            write_atomic(target.path, dumps(cassette))
-            if replaced is not None and replaced.name != sidecar_file:
-                replaced.unlink(missing_ok=True)
+            with self._placing:
+                target, exclusive, kept = self._place(recording, frames)
+                if not kept:
+                    target = self._save(recording, target, exclusive, frames, close)
         except OSError as e:
             message = f"cassette not saved to {target.path}: {e.strerror or e}"
             log.error(message)
             self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, message, cassette=target.relative))
         else:
-            self.report.recorded_cassette(target.test, target.relative, target.existed)
-            log.info(
-                f"cassette recorded: WebSocket session {redact.loggable_url(target.request['url'])} ({target.relative}, {len(frames)} messages)"
-            )
+            url = redact.loggable_url(target.request["url"])
+            if kept:
+                self.report.used_by(target.test, target.relative)
+                log.info(f"cassette kept: WebSocket session {url} has the client messages of {target.relative}")
+            else:
+                self.report.recorded_cassette(target.test, target.relative, target.existed)
+                log.info(f"cassette recorded: WebSocket session {url} ({target.relative}, {len(frames)} messages)")
         finally:
             with self._written:
                 self.writing -= 1
                 self._written.notify_all()
+
+    def _place(self, recording: Recording, frames: list[Frame]) -> tuple[RecordTarget, bool, bool]:
+        """Where the session is saved among those recorded for its URL: (the target; True when the name must be
+        free, a later number taken if another proxy sharing the folder takes it first; True when record mode keeps
+        a session recorded with the same client messages, which the target then names)."""
+        target = recording.target
+        messages = [frame.payload for frame in frames if frame.from_client]
+        files = session_files(target.path)
+        first_plain = False
+        for file in files:
+            try:
+                cassette = load(file, self.root, self.max_size)
+                if not is_session(cassette):
+                    first_plain = first_plain or file == target.path
+                    continue
+                session = read_session(file, cassette, self.root, self.max_size)
+            except (OSError, CassetteError):
+                continue  # a broken file is left for its owner to see: replay refuses it
+            if same_conversation(session, messages, recording.settings):
+                return _retarget(target, file, existed=True), False, not recording.replaces
+        if first_plain:  # a plain answer to the upgrade (a 401) at `<key>.json`: this session replaces it
+            return dataclasses.replace(target, existed=True), False, False
+        if target.path not in files:
+            return target, True, False
+        after = max(_number(file) for file in files) + 1
+        return _retarget(target, _numbered(target.path, after), existed=False), True, False
+
+    def _save(
+        self, recording: Recording, target: RecordTarget, exclusive: bool, frames: list[Frame], close: Close
+    ) -> RecordTarget:
+        """Write the session at `target` (with `exclusive`, at the first free number from it); the target written."""
+        for _ in range(MAX_SESSIONS_PER_URL):
+            data, sidecar, sidecar_file = self._cassette(recording, target, frames, close)
+            replaced = None if exclusive else _sidecar_in_use(target.path)
+            if sidecar:
+                write_atomic(target.path.parent / sidecar_file, sidecar)
+            if not exclusive:
+                write_atomic(target.path, data)
+            elif not write_new(target.path, data):  # another proxy sharing the folder took the name
+                if sidecar:
+                    (target.path.parent / sidecar_file).unlink(missing_ok=True)
+                target = _retarget(target, _numbered(target.path, _number(target.path) + 1), existed=False)
+                continue
+            if replaced is not None and replaced.name != sidecar_file:
+                replaced.unlink(missing_ok=True)
+            return target
+        raise OSError(f"{MAX_SESSIONS_PER_URL} sessions are recorded for this URL already")
+
+    def _cassette(
+        self, recording: Recording, target: RecordTarget, frames: list[Frame], close: Close
+    ) -> tuple[bytes, bytes, str]:
+        """(the session cassette's bytes, its sidecar's bytes, the sidecar's file name) for `target`."""
+        stored, sidecar = stored_frames(frames)
+        rules = self.redact_rules
+        settings = recording.settings
+        digested = redact_frames(
+            stored,
+            [f.payload for f in frames],
+            lambda value, where: redact.redacted(value, where, rules),
+            lambda payload: message_digest(payload, settings),
+        )
+        sidecar_file = sidecar_name(target.path.name, sidecar) if sidecar else ""
+        session = session_object(
+            stored,
+            close,
+            settings.session_ignore,
+            sidecar,
+            sidecar_file,
+            settings.fingerprint if digested else None,
+        )
+        response = {"status": 101, "headers": recording.headers}
+        recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
+        cassette = new_cassette(target.key, target.request, response, recorded_with, self.keyed_with)
+        cassette = {**redact.redact(cassette, rules), "cassette_format": SESSION_FORMAT, "session": session}
+        return dumps(cassette), sidecar, sidecar_file
 
     def failed(self, flow: http.HTTPFlow, error: Exception) -> None:
         """A bug of ours while saving a session: nothing saved, and the report and the log say so."""
@@ -331,6 +447,25 @@ class Sessions:
         self.server.stop()
         with self._written:
             self._written.wait_for(lambda: self.writing == 0, timeout=30)
+
+
+def _number(path: Path) -> int:
+    """1 for `<key>.json`, n for `<key>.<n>.json`."""
+    parts = path.name.split(".")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 1
+
+
+def _numbered(path: Path, n: int) -> Path:
+    """The n-th session file of the URL whose first is `path`: `<key>.json`, `<key>.2.json`, …"""
+    return path.parent / repeat_path(f"{path.name.split('.')[0]}.json", n)
+
+
+def _retarget(target: RecordTarget, path: Path, existed: bool) -> RecordTarget:
+    """`target` saved at `path`, a file beside its own."""
+    folder = target.relative.rpartition("/")[0]
+    return dataclasses.replace(
+        target, path=path, relative=f"{folder}/{path.name}" if folder else path.name, existed=existed
+    )
 
 
 def _sidecar_in_use(path: Path) -> Path | None:
