@@ -45,7 +45,7 @@ from .control_channel import CONTROL_HOST, CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .options import RunOptions
-from .played import Played, PlayedLog
+from .played import PlayedLog, PlayedRequest
 from .ready_file import write_ready_file
 from .record import Recorder, RecordTarget
 from .replay import REPLAY_CACHE_SIZE, Replayer
@@ -331,7 +331,7 @@ class CassetteAddon:
     ) -> None:
         """For the current test's `vcr` fixture (played.py): the request as it came, the cassette that answers it."""
         headers = tuple(flow.request.headers.fields)
-        played = Played(outcome, facts.method, public_url(facts), headers, facts.body, facts.content_type, path)
+        played = PlayedRequest(outcome, facts.method, public_url(facts), headers, facts.body, facts.content_type, path)
         self.played.add(rules.test, played)
 
     def own_error(self, flow: http.HTTPFlow, hook: str, error: Exception) -> None:

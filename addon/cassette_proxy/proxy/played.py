@@ -33,7 +33,7 @@ MAX_KEPT = 10_000
 
 
 @dataclass(frozen=True, slots=True)
-class Played:
+class PlayedRequest:
     outcome: str
     """`hit` (answered from the cassette) or `recorded` (forwarded; its answer saved to the cassette)."""
     method: str
@@ -51,7 +51,7 @@ class PlayedLog:
     def __init__(self, wait_for_recordings: Callable[[], None]) -> None:
         self.wait_for_recordings = wait_for_recordings
         self.test: str | None = None
-        self.entries: list[Played] = []
+        self.entries: list[PlayedRequest] = []
         self.truncated = False
 
     def start(self, test: str | None, keep: bool, resume: bool) -> None:
@@ -60,7 +60,7 @@ class PlayedLog:
             self.entries, self.truncated = [], False
         self.test = test if keep else None
 
-    def add(self, test: str | None, played: Played) -> None:
+    def add(self, test: str | None, played: PlayedRequest) -> None:
         if test is None or test != self.test:
             return
         if len(self.entries) >= MAX_KEPT:
@@ -81,7 +81,7 @@ class PlayedLog:
         return {"test": test, "interactions": interactions, "truncated": self.truncated}
 
 
-def stored_request(played: Played, rules: tuple[redact.Rule, ...]) -> dict:
+def stored_request(played: PlayedRequest, rules: tuple[redact.Rule, ...]) -> dict:
     """The request as it went through the proxy, with what a cassette never stores left out: credentials and
     hop-by-hop headers dropped, the run's redaction rules applied to the URL, the headers and the body."""
     headers: dict[str, str] = {}
