@@ -164,6 +164,17 @@ def test_record_mode_replays_a_recorded_request_of_a_live_session_and_forwards_i
     assert second.request(mcp_get(upstream)).response is None
 
 
+def test_a_replayed_answer_carries_the_session_id_of_the_request_it_answers(proxies, upstream):
+    first = record_proxy(proxies)
+    listed = json_answer({"jsonrpc": "2.0", "id": 3, "result": {}}, **{"mcp-session-id": "recorded-session"})
+    first.answer(first.request(mcp_post(upstream, CALL, session="recorded-session")), listed)
+    first.done()
+    second = record_proxy(proxies)
+    replayed = second.request(mcp_post(upstream, CALL, session="live-session"))
+    assert replayed.response.status_code == 200
+    assert replayed.response.headers["mcp-session-id"] == "live-session"  # the TypeScript SDK adopts this id
+
+
 def test_a_404_for_a_session_id_is_never_saved(proxies, upstream):
     proxy = record_proxy(proxies)
     gone = json_answer(

@@ -115,10 +115,14 @@ def test_two_clients_in_one_record_run_each_keep_their_own_session(tmp_path, ser
 
 
 def test_the_typescript_sdk_records_replays_and_shows_a_miss_as_the_cassette_message(tmp_path, server):
+    # Two clients in one record run: the TypeScript SDK adopts the session id of any answer, a replayed one too.
     node = ["node", str(NODE_CLIENT), server.url, "add", '{"a": 1, "b": 2}']
-    done, report = run(tmp_path, "record", *node, cwd=NODE_CLIENT.parent.parent)
+    other = ["node", str(NODE_CLIENT), server.url, "echo", '{"text": "other"}']
+    script = " && ".join(map(subprocess.list2cmdline, (node, other)))
+    done, report = run(tmp_path, "record", "sh", "-c", script, cwd=NODE_CLIENT.parent.parent)
     assert done.returncode == 0 and report["errors"] == [], done.stderr[-3000:]
-    [live] = output(done)
+    live, echoed = output(done)
+    assert "other" in echoed["calls"][0]["text"]
     server.stop()
     url = nowhere()
     changed = ["add", '{"a": 1, "b": 5}']

@@ -30,7 +30,7 @@ from ..core.cassette_file import CassetteError
 from ..core.hosts import is_loopback
 from ..core.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
 from ..core.location import MAX_NAME, relative_name, short_name
-from ..core.mcp import McpRequest, mcp_request
+from ..core.mcp import SESSION_HEADER, McpRequest, mcp_request
 from ..core.miss import ClosestSearch
 from ..core.per_test import scoped_name
 from ..core.printable import logger
@@ -57,6 +57,14 @@ from .telemetry import Telemetry
 from .upstream import UpstreamGuard
 
 log = logger(__name__)
+
+
+def in_session(response: http.Response | None, session: str) -> None:
+    """A replayed MCP answer carries the session id of the request it answers, not the recording's: some clients
+    (the TypeScript SDK) adopt the id of any answer, and would then send their new requests live with an id the
+    server never issued (record mode), or with one session's id in another's conversation."""
+    if response is not None and SESSION_HEADER in response.headers:
+        response.headers[SESSION_HEADER] = session
 
 
 class CassetteAddon:
@@ -206,6 +214,9 @@ class CassetteAddon:
             and not keeps_session
             and await self._replayed(flow, state, facts, key, relative, rules)
         ):
+            if mcp is not None and mcp.session is not None:
+                state.mcp_session = mcp.session
+                in_session(flow.response, mcp.session)
             return
         if rules.mode == "replay":
             endpoint = Path(run.root_prefix + relative).parent
@@ -317,6 +328,8 @@ class CassetteAddon:
     def _responseheaders(self, flow: http.HTTPFlow) -> None:
         self.upstream.responseheaders(flow)
         state = state_of(flow)
+        if state is not None and state.timed_replay and state.mcp_session is not None:
+            in_session(flow.response, state.mcp_session)
         if state is not None and state.answered_here:
             return  # answered here, whole
         if flow.response is None or callable(flow.response.stream):
