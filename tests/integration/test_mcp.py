@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cassette_command import cassette
+from cassette_command import CASSETTE, cassette
 from harness import ROOT, SUPPORT, stop, wait_for_file
 
 NODE_CLIENT = ROOT / "tests" / "node" / "mcp" / "client.mjs"
@@ -148,3 +148,25 @@ def test_openai_agents_streamable_http_server_records_and_replays(tmp_path, serv
     replayed, report = run(tmp_path, "replay", *command, env=env)
     assert replayed.returncode == 0, replayed.stderr[-3000:]
     assert output(replayed) == [live] and report["counts"]["misses"] == 0
+
+
+def test_openai_agents_stdio_server_through_cassette_mcp_in_a_run(tmp_path):
+    """MCPServerStdio spawns `cassette mcp -- python mcp_server.py --stdio` with the SDK's stripped environment:
+    `cassette mcp` still takes the run's mode and folder, and the run's report counts its requests."""
+    started = tmp_path / "server.started"
+    server = [sys.executable, str(SUPPORT / "mcp_server.py"), "--stdio", "--started-file", str(started)]
+    agent = [sys.executable, str(AGENTS_CLIENT), "stdio", CASSETTE, "mcp", "--", *server, "--"]
+    env = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    done, report = run(tmp_path, "record", *agent, "add", '{"a": 2, "b": 3}', env=env)
+    assert done.returncode == 0, done.stderr[-3000:]  # --strict: a stdio-only run is not silent
+    [live] = output(done)
+    assert '"sum": 5' in live["text"] and report["counts"]["recorded"] >= 2 and report["errors"] == []
+    assert list((tmp_path / "cassettes" / "stdio").iterdir()), "recorded under the run's folder"
+    started.unlink()
+    replayed, report = run(tmp_path, "replay", *agent, "add", '{"a": 2, "b": 3}', env=env)
+    assert replayed.returncode == 0, replayed.stderr[-3000:]
+    assert output(replayed) == [live] and not started.exists()  # answered without starting the server
+    missed, report = run(tmp_path, "replay", *agent, "add", '{"a": 2, "b": 4}', env=env)
+    assert missed.returncode != 0 and report["counts"]["misses"] == 1
+    assert "cassette miss: no recording for POST stdio://" in missed.stderr
+    assert "params.arguments.b: 3 → 4" in missed.stderr

@@ -1,5 +1,5 @@
 """openai-agents' own MCP servers, as an agent holds them: `python agents_mcp_client.py http URL TOOL JSON_ARGS`
-(`MCPServerStreamableHttp`) or `python agents_mcp_client.py stdio COMMAND... -- TOOL JSON_ARGS`
+(`MCPServerStreamableHttp`) or `python agents_mcp_client.py stdio COMMAND... -- TOOL JSON_ARGS` (the last `--`)
 (`MCPServerStdio`); lists the tools, calls the tool, prints {"tools", "text"} as JSON. No model call: the tools
 are what is recorded."""
 
@@ -18,7 +18,7 @@ async def main(argv: list[str]) -> dict:
         server = MCPServerStreamableHttp(params={"url": rest[0]}, client_session_timeout_seconds=30)
         tool, arguments = rest[1], rest[2]
     else:
-        split = rest.index("--")
+        split = len(rest) - 1 - rest[::-1].index("--")  # the last: the server command may hold its own
         command, (tool, arguments) = rest[:split], rest[split + 1 :]
         server = MCPServerStdio(params={"command": command[0], "args": command[1:]}, client_session_timeout_seconds=30)
     async with server:

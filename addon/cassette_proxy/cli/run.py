@@ -11,6 +11,7 @@ import threading
 
 from ..core.report import strict_failures, summary
 from ..launch import launcher, silent_run, warm_proxy
+from ..launch.enclosing_run import StdioReports
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags, serve
 
@@ -52,12 +53,14 @@ def run(args: argparse.Namespace) -> int:
     if proxy is None:
         # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
         proxy = launcher.start(settings, wait=False)
+    stdio = StdioReports()  # what `cassette mcp` servers in COMMAND count (enclosing_run.py)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
-        status = _run_command(command, {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}, proxy)
+        env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy), **stdio.env}
+        status = _run_command(command, env, proxy)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
-        report = proxy.stop()
+        report = stdio.merged(proxy.stop(), proxy.settings.report)
     print(summary(report), file=sys.stderr)
     silence = (
         silent_run.warning(report, os.environ, proxy.settings.controlled_hosts(), node_bypassed) if report else None
