@@ -37,7 +37,14 @@ MARKED = {"mcp-protocol-version": "2025-11-25"}
     ],
 )
 def test_mcp_requests_are_recognised_by_the_protocols_own_marks(method, body, headers, expected):
-    assert mcp_request(method, body, headers) == expected
+    fields = [(name.title().encode(), value.encode()) for name, value in headers.items()]  # any case on the wire
+    assert mcp_request(method, body, fields) == expected
+
+
+def test_a_big_unmarked_body_is_not_searched_for_an_initialize():
+    big = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"x": "y" * 70000}}).encode()
+    assert mcp_request("POST", big, []) is None
+    assert mcp_request("POST", big, [(b"mcp-protocol-version", b"2025-11-25")]) is not None
 
 
 @pytest.mark.parametrize(

@@ -563,14 +563,15 @@ class _Accumulator:
         if not isinstance(result, dict):
             return ""
         added = ""
-        for block in result.get("content") if isinstance(result.get("content"), list) else []:
+        content, tools = result.get("content"), result.get("tools")
+        for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
                 self.answer.parts.append(Part("tool_result", block["text"]))
                 added += block["text"]
             else:
                 self.answer.parts.append(Part("json", _json_text(block)))
-        tools = result.get("tools") if isinstance(result.get("tools"), list) else []
-        names = [str(tool.get("name")) for tool in tools if isinstance(tool, dict) and tool.get("name")]
+        listed = tools if isinstance(tools, list) else []
+        names = [str(tool.get("name")) for tool in listed if isinstance(tool, dict) and tool.get("name")]
         if names:
             self.answer.parts.append(Part("text", "tools: " + ", ".join(names), "tools"))
         if result.get("isError") is True:

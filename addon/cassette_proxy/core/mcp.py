@@ -17,7 +17,7 @@ Pure (no mitmproxy import): the addon and the unit tests share it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,17 +80,35 @@ def rpc_messages(body: bytes) -> tuple[list[dict[str, Any]], bool] | None:
     return messages, batch
 
 
-def mcp_request(method: str, body: bytes, headers: Mapping[str, str]) -> McpRequest | None:
-    """The MCP facts of a request, or None when it is not MCP.
+MAX_FIRST_REQUEST_BYTES = 65536
+"""A first request (`initialize`, `server/discover`) is a few KB; a bigger body without MCP's headers is no MCP,
+and is not searched (a model request of megabytes would pay for it on every hit)."""
+
+_MARKS = (SESSION_HEADER.encode(), PROTOCOL_HEADER.encode())
+
+
+def mcp_request(method: str, body: bytes, fields: Iterable[tuple[bytes, bytes]]) -> McpRequest | None:
+    """The MCP facts of a request (its raw header fields as mitmproxy holds them), or None when it is not MCP.
 
     MCP is recognised by its own marks: the `Mcp-Session-Id` or `MCP-Protocol-Version` header every request
-    after the first carries, or a JSON-RPC `initialize` (the first, which carries neither)."""
-    session = headers.get(SESSION_HEADER)
-    marked = session is not None or PROTOCOL_HEADER in headers
+    after the first carries, or a JSON-RPC `initialize` (the first, which carries neither). One pass over the
+    raw header fields: a `Headers` lookup decodes and compares every field, twice the cost of this."""
+    session: str | None = None
+    marked = False
+    for raw_name, raw_value in fields:
+        name = raw_name.lower()
+        if name in _MARKS:
+            marked = True
+            if name == _MARKS[0]:
+                session = raw_value.decode("utf-8", "surrogateescape")
     if method != "POST":
         return McpRequest(method, session=session) if marked else None
-    if not marked and (b'"jsonrpc"' not in body or (b'"initialize"' not in body and b'"server/discover"' not in body)):
-        return None  # the cheap test first: most requests are no MCP
+    if not marked and (
+        len(body) > MAX_FIRST_REQUEST_BYTES
+        or b'"jsonrpc"' not in body
+        or (b'"initialize"' not in body and b'"server/discover"' not in body)
+    ):
+        return None  # the cheap tests first: most requests are no MCP
     parsed = rpc_messages(body)
     if parsed is None:
         return None

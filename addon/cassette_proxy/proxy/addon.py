@@ -198,7 +198,7 @@ class CassetteAddon:
             self.report.passed_through(host)
             return
         facts = request_facts(flow.request, run.read_headers, host)
-        mcp = mcp_request(facts.method, facts.body, flow.request.headers)
+        mcp = mcp_request(facts.method, facts.body, flow.request.headers.fields)
         if mcp is not None and is_loopback(host):
             # A local MCP server a test starts listens on a new port each run: its conversations are keyed
             # and stored without the port, so they replay whatever port the server gets.
