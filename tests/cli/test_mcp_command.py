@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,24 @@ def test_a_replayed_response_carries_the_id_of_the_request_it_answers():
     lines = answer_lines(recorded, "call-9")
     assert json.loads(lines[0]) == {"jsonrpc": "2.0", "method": "notifications/progress"}
     assert json.loads(lines[1])["id"] == "call-9"
+
+
+def test_stopped_by_its_client_it_still_writes_its_report_and_stops_the_server(tmp_path):
+    report = tmp_path / "report.json"
+    log = tmp_path / "server.log"
+    process = subprocess.Popen(
+        [CASSETTE, "mcp", "--mode", "record", "--dir", str(tmp_path / "cassettes"), "--name", "echo",
+         "--report", str(report), "--", sys.executable, str(SERVER), str(log)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write((json.dumps(INITIALIZE) + "\n").encode())
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["method"] == "notifications/progress"
+    assert json.loads(process.stdout.readline())["id"] == 0
+    process.send_signal(signal.SIGTERM)  # what an MCP client does to a server that does not exit at once
+    assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    assert json.loads(report.read_text())["counts"]["recorded"] == 1
+    server_pid = int(log.read_text().split()[1])
+    with pytest.raises(ProcessLookupError):
+        os.kill(server_pid, 0)

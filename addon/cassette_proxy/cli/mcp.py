@@ -13,7 +13,9 @@ Stdout is the protocol: every message of ours goes to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -237,12 +239,16 @@ class StdioSession:
 
     # -- the end ---------------------------------------------------------------------------------------------
 
-    def finish(self) -> int:
-        """The client closed its stdin: let the server exit, then count what never got its response."""
+    def finish(self, stopped: bool = False) -> int:
+        """The client closed its stdin (or stopped us: `stopped`): let the server exit (or stop it at once), then
+        count what never got its response."""
         status = 0
         if self.server is not None:
             if self.server.stdin is not None:
-                self.server.stdin.close()
+                with contextlib.suppress(OSError):
+                    self.server.stdin.close()
+            if stopped:
+                self.server.terminate()
             try:
                 status = self.server.wait(SERVER_EXIT_WAIT)
             except subprocess.TimeoutExpired:
@@ -257,6 +263,10 @@ class StdioSession:
             )
             self.report.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, reason, cassette=pending.relative))
         return status
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def say(text: str) -> None:
@@ -291,11 +301,15 @@ def mcp(args: argparse.Namespace) -> int:
     if run is None:
         session.started_by = "mitmdump"  # no run around it: the hint names the option; `--mode record` here
     session.start(command)
+    # An MCP client that closed our stdin stops us with SIGTERM when we take a while: the report is still written.
+    signal.signal(signal.SIGTERM, _stop)
+    stopped = True
     try:
         for line in sys.stdin.buffer:
             session.handle(line)
+        stopped = False
     finally:
-        status = session.finish()
+        status = session.finish(stopped)
         if args.report is not None:
             session.report.write(args.report)
         if folder := environ.get(REPORTS_VAR):
