@@ -22,6 +22,7 @@ COMMANDS = {
     "run": "run", "serve": "serve", "env": "env", "ls": "ls", "show": "show", "view": "view", "diff": "diff",
     "drift": "drift", "scan": "scan", "stale": "stale", "prune": "prune", "import": "import_", "rekey": "rekey",
     "frameworks": "frameworks",
+    "mcp": "mcp",
 }  # fmt: skip
 """Each command's name → its module's (`import` is a keyword)."""
 

@@ -11,6 +11,7 @@ import threading
 
 from ..core.report import strict_failures, summary
 from ..launch import isolate, launcher, lifeline, silent_run, warm_proxy
+from ..launch.enclosing_run import StdioReports
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
 from . import proxy_flags, serve
 
@@ -67,14 +68,15 @@ def run(args: argparse.Namespace) -> int:
     if proxy is None:
         # COMMAND starts while mitmdump does: its first connections wait until the proxy takes them (launcher.py).
         proxy = launcher.start(settings, wait=False)
+    stdio = StdioReports()  # what `cassette mcp` servers in COMMAND count (enclosing_run.py)
     try:
         # A pytest plugin in COMMAND uses this proxy instead of starting its own (outer_proxy.py).
-        env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy)}
+        env = {**proxy.client_env(os.environ), OUTER_PROXY_VAR: describe(proxy), **stdio.env}
         isolated = [*args.isolate_port] if args.isolate else None
         status, escapes = _run_command(command, env, proxy, isolated)
     finally:
         node_bypassed = proxy.node_fetch_bypassed
-        report = proxy.stop()
+        report = stdio.merged(proxy.stop(), proxy.settings.report)
     print(summary(report), file=sys.stderr)
     if escapes:
         print(escapes, file=sys.stderr)

@@ -32,6 +32,8 @@ OPENAI_COMPLETIONS = "openai-completions"
 GEMINI = "gemini"
 OLLAMA = "ollama"
 UNKNOWN = "unknown"
+MCP = "mcp"
+"""An MCP JSON-RPC request (core/mcp.py), over streamable HTTP or stdio (`cassette mcp`)."""
 
 PARAMETERS = (
     "temperature",
@@ -157,6 +159,8 @@ _MODEL_IN_URL = re.compile(r"/(?:models|deployments)/([^/:?]+)")
 def shape_of(url: str, body: Any) -> str:
     """Which API a request speaks, by its path; an unknown path with a chat-like body is read as OpenAI chat,
     the shape most compatible providers copy."""
+    if isinstance(body, dict) and body.get("jsonrpc") == "2.0" and "method" in body:
+        return MCP
     path = url.split("://", 1)[-1].split("?", 1)[0]
     path = path[path.find("/") :] if "/" in path else ""
     if path.endswith("/chat/completions"):
@@ -404,7 +408,23 @@ def _inputs(value: Any, role: str) -> list[Turn]:
             for item in items]  # fmt: skip
 
 
+def _mcp_turns(body: dict[str, Any]) -> list[Turn]:
+    """An MCP request as one user turn: its method (and tool) as text, a tool call's arguments as the call."""
+    method, params = str(body.get("method", "")), body.get("params")
+    params = params if isinstance(params, dict) else {}
+    if method == "tools/call" and params.get("name"):
+        name = str(params["name"])
+        return [
+            Turn(
+                "user", [Part("text", f"{method} {name}"), Part("tool_call", _json_text(params.get("arguments")), name)]
+            )
+        ]
+    shown = {k: v for k, v in params.items() if k != "_meta"}
+    return [Turn("user", [Part("text", method), *([Part("json", _json_text(shown))] if shown else [])])]
+
+
 _TURNS = {
+    MCP: _mcp_turns,
     OPENAI_CHAT: _openai_chat_turns,
     OPENAI_EMBEDDINGS: lambda body: _inputs(body.get("input"), "input"),
     OPENAI_COMPLETIONS: lambda body: _inputs(body.get("prompt"), "user"),
@@ -506,6 +526,8 @@ class _Accumulator:
 
     def absorb(self, event: dict[str, Any], name: str = "") -> str:
         """Take in one whole response or stream event; returns the text or arguments it added."""
+        if event.get("jsonrpc") == "2.0":
+            return self._mcp(event)
         kind = str(event.get("type") or name)
         self.model(event.get("model") or event.get("modelVersion"))
         if kind.startswith("response.") or event.get("object") == "response":
@@ -530,6 +552,33 @@ class _Accumulator:
             self.usage(event.get("usage"))
         if isinstance(event.get("error"), dict | str):
             self.answer.parts.append(Part("json", _json_text(event["error"]), "error"))
+        return added
+
+    def _mcp(self, message: dict[str, Any]) -> str:
+        """An MCP JSON-RPC message: a tool's content, the tools a server lists, an error; notifications add nothing."""
+        result, error = message.get("result"), message.get("error")
+        if isinstance(error, dict):
+            self.finish("error")
+            self.answer.parts.append(Part("text", f"error {error.get('code')}: {error.get('message', '')}", "error"))
+            return ""
+        if not isinstance(result, dict):
+            return ""
+        added = ""
+        content, tools = result.get("content"), result.get("tools")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                self.answer.parts.append(Part("tool_result", block["text"]))
+                added += block["text"]
+            else:
+                self.answer.parts.append(Part("json", _json_text(block)))
+        listed = tools if isinstance(tools, list) else []
+        names = [str(tool.get("name")) for tool in listed if isinstance(tool, dict) and tool.get("name")]
+        if names:
+            self.answer.parts.append(Part("text", "tools: " + ", ".join(names), "tools"))
+        if result.get("isError") is True:
+            self.finish("tool error")
+        if not added and not names and result:
+            self.answer.parts.append(Part("json", _json_text(result)))
         return added
 
     def _openai_choices(self, choices: Any) -> str:
@@ -717,6 +766,8 @@ def stream_payloads(response: dict[str, Any]) -> list[tuple[int | None, str, Any
 
 
 def _event_name(name: str, payload: Any) -> str:
+    if isinstance(payload, dict) and payload.get("jsonrpc") == "2.0":  # MCP: what the message is, not `message`
+        return str(payload.get("method") or ("error" if "error" in payload else "response"))
     if name:
         return name
     if isinstance(payload, dict):
@@ -776,10 +827,19 @@ def conversation_from(request: dict[str, Any], answer: Answer | None = None) -> 
         url=url,
         model=request_model(request) or answer.model,
         parameters=parameters(body),
-        tools=tool_names(body),
+        tools=_mcp_tools(body, answer) if shape == MCP else tool_names(body),
         turns=request_turns(shape, request),
         answer=answer,
     )
+
+
+def _mcp_tools(body: Any, answer: Answer) -> list[str]:
+    """An MCP conversation's tools: the one a `tools/call` calls, or those a `tools/list` answer lists."""
+    params = body.get("params") if isinstance(body, dict) else None
+    if isinstance(params, dict) and body.get("method") == "tools/call" and params.get("name"):
+        return [str(params["name"])]
+    listed = next((part.text for part in answer.parts if part.name == "tools"), "")
+    return listed.removeprefix("tools: ").split(", ") if listed else []
 
 
 def first_line(text: str) -> str:

@@ -75,7 +75,8 @@ UNKEYABLE_HEADERS = CREDENTIAL_HEADERS | SIGV4_HEADERS
 """Request headers that carry a credential or change on every request: never keyed, so never stored
 (a request stores only its key headers)."""
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
+DEFAULT_PORTS = {"http": 80, "https": 443, "stdio": 0}
+"""`stdio`: an MCP server over stdio (core/mcp_stdio.py), `stdio://<server name>/`, which has no port."""
 
 
 class RequestFacts(NamedTuple):

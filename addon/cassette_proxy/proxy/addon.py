@@ -30,8 +30,9 @@ from ..core.atomic_write import remove_stale_temp_files
 from ..core.browser_background import background_of
 from ..core.cassette_file import CassetteError
 from ..core.hosts import is_loopback
-from ..core.key import KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
+from ..core.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
 from ..core.location import MAX_NAME, relative_name, short_name
+from ..core.mcp import SESSION_HEADER, McpRequest, mcp_request
 from ..core.miss import ClosestSearch
 from ..core.per_test import scoped_name
 from ..core.printable import logger
@@ -47,7 +48,7 @@ from .listen_backlog import raise_backlog
 from .options import RunOptions
 from .played import PlayedLog, PlayedRequest
 from .ready_file import write_ready_file
-from .record import Recorder, RecordTarget
+from .record import Recorder, RecordTarget, client_left
 from .replay import REPLAY_CACHE_SIZE, Replayer
 from .routes import FORWARD, RouteTable
 from .runs import Runs
@@ -59,6 +60,14 @@ from .telemetry import Telemetry
 from .upstream import UpstreamGuard
 
 log = logger(__name__)
+
+
+def in_session(response: http.Response | None, session: str) -> None:
+    """A replayed MCP answer carries the session id of the request it answers, not the recording's: some clients
+    (the TypeScript SDK) adopt the id of any answer, and would then send their new requests live with an id the
+    server never issued (record mode), or with one session's id in another's conversation."""
+    if response is not None and SESSION_HEADER in response.headers:
+        response.headers[SESSION_HEADER] = session
 
 
 class CassetteAddon:
@@ -209,18 +218,33 @@ class CassetteAddon:
             url = redact.loggable_url(flow.request.pretty_url.split("?", 1)[0])
             self.report.test_notice(f"{flow.request.method} {url} in the shared scope: {verdict.shared_instead}")
         facts = request_facts(flow.request, run.read_headers, host)
+        mcp = mcp_request(facts.method, facts.body, flow.request.headers.fields)
+        if mcp is not None and is_loopback(host):
+            # A local MCP server a test starts listens on a new port each run: its conversations are keyed
+            # and stored without the port, so they replay whatever port the server gets.
+            facts = facts._replace(port=DEFAULT_PORTS[facts.scheme])
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
         key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
         relative = self._cassette_name(facts, key, rules, is_upgrade(flow.request))
-        if rules.mode != "update" and await self._replayed(flow, state, facts, key, relative, rules):
+        # In record mode an MCP session is kept whole on the server (core/mcp.py, `keeps_session`): its new
+        # requests then go live with a session id the server issued, never a replayed one.
+        keeps_session = rules.mode == "record" and mcp is not None and mcp.keeps_session
+        if (
+            rules.mode != "update"
+            and not keeps_session
+            and await self._replayed(flow, state, facts, key, relative, rules)
+        ):
+            if mcp is not None and mcp.session is not None:
+                state.mcp_session = mcp.session
+                in_session(flow.response, mcp.session)
             return
         if rules.mode == "replay":
             endpoint = Path(run.root_prefix + relative).parent
-            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest)
+            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, mcp)
             state.outcome = "miss"
             self.report.missed(entry)
             return
-        self._forward(flow, state, facts, key, relative, rules)
+        self._forward(flow, state, facts, key, relative, rules, mcp, keep_existing=keeps_session)
 
     def _answered_aside(self, flow: http.HTTPFlow, state: FlowState, host: str, mode: str, covered: bool) -> bool:
         """Requests never keyed: token exchanges, telemetry, and in replay hosts outside the scope."""
@@ -302,7 +326,15 @@ class CassetteAddon:
             self.report.presets_replaced(relative, [r.to_json() for r in replaced])
 
     def _forward(
-        self, flow: http.HTTPFlow, state: FlowState, facts: RequestFacts, key: str, relative: str, rules: RequestRules
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        facts: RequestFacts,
+        key: str,
+        relative: str,
+        rules: RequestRules,
+        mcp: McpRequest | None = None,
+        keep_existing: bool = False,
     ) -> None:
         """Record and update modes: send the request upstream; its response may become the cassette at `relative`."""
         path = self._run().root_prefix + relative
@@ -316,6 +348,8 @@ class CassetteAddon:
             test=rules.test,
             statuses=rules.statuses,
             big_request=facts if big else None,
+            mcp=mcp,
+            keep_existing=keep_existing,
         )
         state.outcome = "forwarded"
         if self.control.played_wanted:
@@ -348,6 +382,8 @@ class CassetteAddon:
     def _responseheaders(self, flow: http.HTTPFlow) -> None:
         self.upstream.responseheaders(flow)
         state = state_of(flow)
+        if state is not None and state.timed_replay and state.mcp_session is not None:
+            in_session(flow.response, state.mcp_session)
         if state is not None and state.answered_here:
             return  # answered here, whole
         if flow.response is None or callable(flow.response.stream):
@@ -387,6 +423,10 @@ class CassetteAddon:
                 or state.recorder is None
                 or state.recorder.saved_events is not None
             ):
+                return
+            mcp = state.target.mcp
+            if mcp is not None and mcp.server_stream and flow.response is not None and client_left(flow):
+                self.recorder.left_open(flow.response, state.target, state.recorder)
                 return
             self.recorder.cut_off(flow, state.target)
         except Exception:

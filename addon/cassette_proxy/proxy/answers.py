@@ -19,6 +19,8 @@ from ..core import miss as misses
 from ..core import redact
 from ..core.hosts import HostScope
 from ..core.key import CREDENTIAL_HEADERS, RequestFacts
+from ..core.mcp import McpRequest
+from ..core.mcp import miss_answer as mcp_miss
 from ..core.miss import ClosestSearch
 from ..core.printable import logger
 from ..core.recipe import stored_request
@@ -43,9 +45,10 @@ async def miss(
     rules: RequestRules,
     options: RunOptions,
     closest: ClosestSearch,
+    mcp: McpRequest | None = None,
 ) -> Miss:
     """409, naming the key, the cassette it would be (`relative`) and what changed against the closest recordings
-    in the cassette's folder (`endpoint`)."""
+    in the cassette's folder (`endpoint`); for MCP requests, as the JSON-RPC error of each (core/mcp.py)."""
     key_headers = options.recipe.key_headers
     big = len(facts.body) >= BIG_REQUEST_BYTES
     if big:  # parsed, redacted and compared by a worker process
@@ -64,7 +67,12 @@ async def miss(
     error = misses.miss_body(
         key, method, url, relative, rules.mode, nearest, rules.scope, rules.test, options.started_by, cut
     )
-    flow.response = json_response(409, error, indent=2)
+    if mcp is not None and mcp.ids:
+        message = error["error"]["message"]
+        details = {name: error["error"][name] for name in ("type", "key", "url", "cassette", "mode")}
+        flow.response = json_response(409, mcp_miss(mcp, message, details), indent=2)
+    else:
+        flow.response = json_response(409, error, indent=2)
     in_test = f" in test {rules.test}" if rules.test else ""
     log.warning(f"cassette miss: {method} {url} key={key} (would be {relative}){in_test}")
     # The redacted body and the closest recordings let `cassette view` show the miss's diff side by side

@@ -35,6 +35,7 @@ from ..core.cassette_file import (
     text_fields,
 )
 from ..core.key import RequestFacts
+from ..core.mcp import SESSION_GONE_STATUS, McpRequest, id_key
 from ..core.printable import logger
 from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
@@ -42,6 +43,15 @@ from ..core.request_worker import write_in_worker
 from .stream_recorder import StreamRecorder
 
 log = logger(__name__)
+
+
+CLIENT_LEFT = ("Client disconnected", "stream reset by client")
+"""How mitmproxy's error starts when the client closed its connection (HTTP/1) or reset its stream (HTTP/2)."""
+
+
+def client_left(flow: http.HTTPFlow) -> bool:
+    """The flow ended because the client went away, not because the upstream failed."""
+    return flow.error is not None and flow.error.msg.startswith(CLIENT_LEFT)
 
 
 @dataclass
@@ -60,6 +70,12 @@ class RecordTarget:
     big_request: RequestFacts | None = None
     """A request body above BIG_REQUEST_BYTES: `request` lacks its body, and a worker process builds, redacts and
     writes the cassette from these facts (core/request_worker.py), off the event loop and the GIL."""
+    mcp: McpRequest | None = None
+    """An MCP request (core/mcp.py): its SSE answer is complete at its JSON-RPC response, its GET stream when the
+    client leaves it, and a 404 for its session id is never saved."""
+    keep_existing: bool = False
+    """Sent upstream although its cassette may exist (what keeps an MCP session whole on the server in record mode:
+    `mcp.McpRequest.keeps_session`): an existing cassette is kept, not rewritten."""
 
 
 class Recorder:
@@ -108,9 +124,19 @@ class Recorder:
     def stream(self, response: http.Response, target: RecordTarget, kind: str) -> StreamRecorder:
         """The live recorder of a streamed answer to save: every chunk passes through, the timed events are kept."""
         started = response.timestamp_start or time.time()
+        awaiting = {id_key(rpc_id) for rpc_id in target.mcp.ids} if target.mcp and target.mcp.ids else None
         return StreamRecorder(
-            kind, started, on_complete=lambda rec, first: self.save_stream(response, target, rec, first)
+            kind,
+            started,
+            awaiting=awaiting,
+            on_complete=lambda rec, first: self.save_stream(response, target, rec, first),
         )
+
+    def left_open(self, response: http.Response, target: RecordTarget, recorder: StreamRecorder) -> None:
+        """The client left a stream that has no end of its own (MCP's GET stream, at session end): the complete
+        events it received are the recording."""
+        recorder.saved_events = len(recorder.events())
+        self.save_stream(response, target, recorder, True)
 
     def cut_off(self, flow: http.HTTPFlow, target: RecordTarget) -> None:
         """A stream being recorded ended before it was complete: no cassette, and an error in the report."""
@@ -144,6 +170,25 @@ class Recorder:
         """Hand the cassette to a worker thread at once; the future says why the write failed, if it did.
         `body`: the stored body's fields, or what makes them (in the thread)."""
         status = response.status_code
+        if target.keep_existing and target.path.exists():
+            self.report.used_by(target.test, target.relative)
+            log.info(
+                f"cassette kept: {target.request['method']} {redact.loggable_url(target.request['url'])} "
+                f"({target.relative}) was sent live to open a session, and its recording stays as it was"
+            )
+            return None
+        if status == SESSION_GONE_STATUS and target.mcp is not None and target.mcp.session is not None:
+            if count:
+                self.not_recorded(
+                    target,
+                    "mcp session not found",
+                    f"cassette not saved: the MCP server answered 404 for {target.request['method']} "
+                    f"{redact.loggable_url(target.request['url'])}: it does not know the request's Mcp-Session-Id "
+                    "(it ended or restarted the session). That answer is about this run's session, never a "
+                    "recording: the next replay of this request will miss; record the conversation again",
+                    status,
+                )
+            return None
         if status not in (self.statuses if target.statuses is None else target.statuses):
             if count:
                 self.not_recorded(

@@ -26,6 +26,8 @@ class FlowState:
     """The live recorder of a streamed response being saved."""
     timed_replay: bool = False
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
+    mcp_session: str | None = None
+    """A replayed MCP answer's session: the `Mcp-Session-Id` of the request it answers (addon.in_session)."""
     session_replay: bool = False
     """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
     rules: RequestRules | None = None

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core import aws_eventstream
+from ..core.mcp import answered_ids
 from ..core.stream_events import EVENTSTREAM, ends_protocol, split_events
 
 
@@ -23,7 +24,7 @@ class StreamRecorder:
     """The `flow.response.stream` callable: passes chunks through unchanged and keeps them as timed events.
 
     `on_complete` is called as soon as the stream is known complete: at its
-    protocol's last event, before that event is forwarded (so a client that
+    protocol's last event (or an MCP answer's JSON-RPC response), before that event is forwarded (so a client that
     closes right after it, then stops the proxy, cannot race the save), or at
     the upstream's end of message; and once more at the end if events came
     after the protocol's last one, so the copy stays byte-faithful.
@@ -35,6 +36,9 @@ class StreamRecorder:
     on_complete: Callable[[StreamRecorder, bool], None] = lambda recorder, first: None
     """Called with the recorder and whether this is the first call."""
     clock: Callable[[], float] = time.time
+    awaiting: set[str] | None = None
+    """An MCP answer's JSON-RPC request ids (`mcp.id_key`) still without a response: the stream is complete once
+    each has one, since the clients stop reading there (core/mcp.py). None: not an MCP answer."""
     ended: bool = False
     """The upstream finished the response (mitmproxy's final empty chunk)."""
     saved_events: int | None = None
@@ -58,16 +62,22 @@ class StreamRecorder:
         ms = max(0, round((self.clock() - self.started) * 1000))
         self._timed.extend((ms, raw) for raw in complete)
         self._pending = rest
+        if self.awaiting:
+            for raw in complete:
+                self.awaiting.difference_update(answered_ids(raw.decode("utf-8", "replace")))
 
     @property
     def complete(self) -> bool:
-        """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes)."""
+        """Ended by the upstream, or its protocol's last event has arrived (nothing after it but blank bytes), or
+        every MCP request it answers has its response."""
         if self.ended:
             return True
         if self.kind == EVENTSTREAM:
             return not self._pending and bool(self._timed) and aws_eventstream.ends_stream(self._timed[-1][1])
         if self._pending.strip():
             return False
+        if self.awaiting is not None and not self.awaiting:
+            return True
         last = next((raw for _, raw in reversed(self._timed) if raw.strip()), None)
         return last is not None and ends_protocol(self.kind, last.decode("utf-8", "replace"))
 
