@@ -5,13 +5,16 @@ import json
 from cassette_proxy.core.key import request_key
 from cassette_proxy.core.miss import identity_differences, miss_body
 from cassette_proxy.core.recipe import facts_of, make_recipe, stored_identity
+from cassette_proxy.core.session_file import Session
+from cassette_proxy.core.session_match import RESPONSES, Miss, miss_event
 from cassette_proxy.core.session_turns import (
+    TURN_REFERENCE,
+    TurnChoice,
     create_body,
     is_responses_socket,
     split_turns,
     turn_identity,
     turn_key,
-    turn_miss_event,
     twin_request,
     unknown_continuation,
 )
@@ -137,8 +140,62 @@ def test_a_missed_turn_is_a_responses_error_event_with_the_http_misses_diff():
     key = turn_key(live, RECIPE)
     body = miss_body(key, "POST", live["url"], f"api.openai.com/v1/responses/{key}.json", "replay", nearest)
     message = body["error"]["message"]
-    event = turn_miss_event(message, {"cassette": nearest[0]["cassette"], "turn": 2, "differences": diff})
+    event = miss_event(
+        RESPONSES, message, {"cassette": nearest[0]["cassette"], "message_number": 2, "differences": diff}
+    )
     assert event["type"] == "error" and event["error"]["code"] == "cassette_miss"
     assert 'input[0].content: "Say hello" → "Say hi"' in event["error"]["message"]
-    assert event["error"]["turn"] == 2
+    assert event["error"]["message_number"] == 2 and event["status"] == 409
     json.dumps(event)  # sent as a text message
+
+
+def recording(message: dict, response_id: str, text: str) -> Session:
+    return Session((client(0, message), *answer(response_id, text, 2)), None, ())
+
+
+class Folder:
+    """Turn recordings by key, as the proxy finds them beside each other, and the misses it was asked about."""
+
+    def __init__(self, *recordings: tuple[str, Session]) -> None:
+        self.by_key = {}
+        self.misses = []
+        for name, session in recordings:
+            body = create_body(session.frames[0].payload)
+            self.by_key[turn_key(twin_request(UPGRADE, body), RECIPE)] = (name, session)
+
+    def lookup(self, key):
+        return self.by_key.get(key)
+
+    def missed(self, key, request, number):
+        self.misses.append((key, number))
+        return "nearest.json", f"cassette_miss: turn {number}", ["input[0].content: changed"]
+
+
+def test_each_turn_is_answered_from_its_own_recording_and_a_continuation_is_keyed_by_the_turn_it_continues():
+    first = create("Hi")
+    folder = Folder(("a.json", recording(first, "resp_A", "Hello")))
+    key_a = next(iter(folder.by_key))
+    # The follow-up was recorded in another connection, after a live answer with another id.
+    follow = create("More", previous_response_id=TURN_REFERENCE + key_a)
+    folder.by_key[key_of_message(follow)] = ("b.json", recording(follow, "resp_B", "Done"))
+    given = {}
+    choice = TurnChoice(UPGRADE, RECIPE, folder.lookup, folder.missed, given)
+    _, replies = choice.answer(json.dumps(first).encode())
+    assert json.loads(replies[-1].payload)["type"] == "response.completed" and given == {"resp_A": key_a}
+    # The client continues from the id it was given (resp_A): keyed as the turn it continues.
+    live = json.dumps(create("More", previous_response_id="resp_A")).encode()
+    result = choice.answer(live)
+    assert not isinstance(result, Miss)
+    assert choice.played == ["a.json", "b.json"] and choice.matched == 2
+    assert choice.turn(2) == (0, result[1])
+
+
+def test_a_turn_with_no_recording_misses_with_its_nearest_and_its_number():
+    folder = Folder(("a.json", recording(create("Hi"), "resp_A", "Hello")))
+    choice = TurnChoice(UPGRADE, RECIPE, folder.lookup, folder.missed, {})
+    choice.answer(json.dumps(create("Hi")).encode())
+    miss = choice.answer(json.dumps(create("Changed")).encode())
+    assert isinstance(miss, Miss) and miss.number == 2 and miss.message("ignored") == "cassette_miss: turn 2"
+    assert choice.cassette == "nearest.json" and folder.misses[0][1] == 2
+    other = TurnChoice(UPGRADE, RECIPE, folder.lookup, folder.missed, {}).answer(b'{"type": "response.cancel"}')
+    assert isinstance(other, Miss) and "not a `response.create`" in other.message("x")

@@ -14,29 +14,32 @@ body is compared exactly as the twin's would be, but an HTTP call never plays a
 WebSocket turn's recording, nor a turn an HTTP call's (their answers are framed
 differently: SSE there, one event per message here).
 
-This module only reads: what a turn is, its request and key, which response ids
-a connection was given, and the error event a missed turn answers. Nothing in
-the proxy plays or records by turn yet (see docs/frameworks.md).
+This module reads what a turn is, its request and key (a `previous_response_id`
+the run's answers gave keyed as the turn it continues), and plays a connection
+turn by turn (TurnChoice, for the session server); proxy/sessions.py finds and
+saves the turns' cassettes (docs/realtime.md).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from .cassette_file import body_fields
-from .key import key_of
-from .recipe import Recipe, stored_identity
-from .session_file import Frame
+from .key import identity, key_of
+from .recipe import Recipe, facts_of, stored_identity
+from .session_file import Frame, Session
+from .session_match import Miss
+from .volatile import ValuePattern
 
 CREATE = "response.create"
 """The client message that is a request."""
 
-TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
+TERMINAL_EVENTS = frozenset({"response.completed", "response.failed", "response.incomplete", "response.error", "error"})
 """The server events that end a turn's answer."""
 
 TWIN_SCHEMES = {"wss": "https", "ws": "http", "https": "https", "http": "http"}
@@ -85,14 +88,38 @@ def twin_request(upgrade: dict[str, Any], body: dict[str, Any]) -> dict[str, Any
     }
 
 
-def turn_identity(request: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
+def turn_identity(request: dict[str, Any], recipe: Recipe | Keying) -> dict[str, Any]:
     """What a turn's key is hashed from: its twin's identity under `recipe`, in the WebSocket turns' own key space.
     ValueError for a request that holds no URL."""
-    return {**stored_identity(request, recipe), "over": "websocket"}
+    if isinstance(recipe, Recipe):
+        return {**stored_identity(request, recipe), "over": "websocket"}
+    return {**identity(facts_of(request), recipe.key_headers, recipe.ignore, recipe.values), "over": "websocket"}
 
 
-def turn_key(request: dict[str, Any], recipe: Recipe) -> str:
+def turn_key(request: dict[str, Any], recipe: Recipe | Keying) -> str:
     return key_of(turn_identity(request, recipe))
+
+
+class Keying(Protocol):
+    """What a request is keyed with (key.KeyCache): the key headers, ignore paths and value patterns."""
+
+    key_headers: tuple[str, ...]
+    ignore: tuple[tuple[str, ...], ...]
+    values: Sequence[ValuePattern]
+
+
+TURN_REFERENCE = "cassette-turn:"
+"""A `previous_response_id` naming a response a turn of this run was answered with is keyed as that turn's key
+after this prefix: ids are made up anew on every live run, the turn they continue is not."""
+
+
+def keyed_body(body: dict[str, Any], given: dict[str, str]) -> dict[str, Any]:
+    """`body` as a turn's key reads it: a `previous_response_id` the run's answers gave (`given`: response id ->
+    the key of the turn whose answer it was) replaced by that turn's reference."""
+    previous = body.get("previous_response_id")
+    if isinstance(previous, str) and previous in given:
+        return {**body, "previous_response_id": TURN_REFERENCE + given[previous]}
+    return body
 
 
 @dataclass
@@ -110,12 +137,7 @@ class Turn:
     @property
     def response_id(self) -> str | None:
         """The id the server gave this turn's response (`response.created`, else its terminal event)."""
-        for frame in self.answer:
-            message = parsed_message(frame.payload)
-            response = message.get("response") if message else None
-            if isinstance(response, dict) and isinstance(response.get("id"), str):
-                return response["id"]
-        return None
+        return response_id_of(self.answer)
 
     @property
     def previous_response_id(self) -> str | None:
@@ -156,6 +178,99 @@ def split_turns(frames: Iterable[Frame]) -> Turns | None:
     return Turns(opening, turns)
 
 
+def response_id_of(answer: Iterable[Frame]) -> str | None:
+    """The id of the response an answer's events describe (the first `response` object with an `id`)."""
+    for frame in answer:
+        message = parsed_message(frame.payload)
+        response = message.get("response") if message else None
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            return response["id"]
+    return None
+
+
+def turn_frames(turn: Turn) -> tuple[Frame, ...]:
+    """A turn as its recording stores it: the `response.create`, then its answer, timed from the request."""
+    start = turn.request.ms
+    return tuple(Frame(f.from_client, max(0, f.ms - start), f.is_text, f.payload) for f in (turn.request, *turn.answer))
+
+
+@dataclass(frozen=True)
+class TurnMiss(Miss):
+    """A `response.create` with no recording: its message is the HTTP miss's, naming the nearest turn's diff."""
+
+    text: str = ""
+
+    def message(self, cassette: str, hint: str = "", among: int = 1) -> str:
+        return self.text
+
+
+Lookup = Callable[[str], "tuple[str, Session] | None"]
+"""A turn's key -> (its recording's name relative to the cassette folder, the recording), or None."""
+Missed = Callable[[str, dict[str, Any], int], "tuple[str, str, list[str]]"]
+"""(the turn's key, its twin request, its number) -> (the nearest recording or the file it would be, the miss's
+message, the nearest recording's differences)."""
+
+
+class TurnChoice:
+    """A Responses WebSocket connection played turn by turn, in the interface of session_match.SessionChoice.
+
+    Each `response.create` is answered from the recording of its own turn, wherever and whenever it was
+    recorded (any connection, any order, any number of agents in one folder). The ids of the answers it gives
+    are kept in `given` (shared by the run's connections), so a later turn continuing one is keyed by the turn
+    it continues, as it was when recorded.
+    """
+
+    candidates = 1
+    chosen = True
+    finished = False
+
+    def __init__(self, upgrade: dict[str, Any], keying: Recipe | Keying, lookup: Lookup, missed: Missed,
+                 given: dict[str, str]) -> None:  # fmt: skip
+        self.upgrade, self.keying, self.lookup, self.missed, self.given = upgrade, keying, lookup, missed, given
+        self.answers: list[tuple[int, list[Frame]]] = []
+        self.played: list[str] = []
+        """The recordings answered from, in order: each is a hit."""
+        self.cassette = ""
+        self.session = Session((), None, ())
+        self.opening: list[Frame] = []
+
+    @property
+    def matched(self) -> int:
+        return len(self.answers)
+
+    def lead_with_an_answer(self) -> None:
+        """One recording per turn: nothing to choose."""
+
+    def turn(self, number: int) -> tuple[int, list[Frame]]:
+        if number == 0:
+            return 0, []
+        return self.answers[number - 1]
+
+    def answer(self, payload: bytes) -> tuple[Frame, list[Frame]] | Miss:
+        number = len(self.answers) + 1
+        body = create_body(payload)
+        if body is None:
+            text = (
+                f"cassette_miss: client message {number} of this Responses WebSocket connection is not a "
+                "`response.create`: only turns are recorded and replayed on this URL."
+            )
+            return TurnMiss(number, ["a message that is not a response.create"], number - 1, text=text)
+        request = twin_request(self.upgrade, keyed_body(body, self.given))
+        key = turn_key(request, self.keying)
+        found = self.lookup(key)
+        if found is None:
+            self.cassette, text, differences = self.missed(key, request, number)
+            return TurnMiss(number, differences, number - 1, text=text)
+        relative, session = found
+        request_frame, answer = session.frames[0], [f for f in session.frames[1:] if not f.from_client]
+        if (response_id := response_id_of(answer)) is not None:
+            self.given[response_id] = key
+        self.answers.append((request_frame.ms, answer))
+        self.played.append(relative)
+        self.cassette = relative
+        return request_frame, answer
+
+
 def unknown_continuation(body: dict[str, Any], live_ids: Sequence[str] | set[str]) -> str | None:
     """The `previous_response_id` of a turn about to go live when it names a response the provider never made (one
     a recording answered), else None. Such a turn is refused: sent live, the provider would fail it or, worse,
@@ -164,14 +279,3 @@ def unknown_continuation(body: dict[str, Any], live_ids: Sequence[str] | set[str
     if isinstance(previous, str) and previous and previous not in live_ids:
         return previous
     return None
-
-
-def turn_miss_event(message: str, details: dict[str, Any]) -> dict[str, Any]:
-    """The Responses-style `error` event a missed turn is answered with (the WebSocket mode's own error shape, which
-    openai-agents raises with its message): `message` is the HTTP miss's (core/miss.py `miss_body`), `details` the
-    cassette, the turn's number and the nearest recording's differences."""
-    return {
-        "type": "error",
-        "status": 409,
-        "error": {"type": "cassette_miss", "code": "cassette_miss", "param": None, "message": message, **details},
-    }
