@@ -487,3 +487,52 @@ def test_an_unregistered_path_is_refused_and_a_session_is_served_once():
         server.stop()
 
     run(scenario())
+
+
+def responses_frames(texts: list[str], ids: list[str], cache_key: str) -> list:
+    """An openai-agents connection to the Responses WebSocket mode: one `response.create` per text, each continuing
+    the previous answer, answered up to `response.completed`."""
+    frames, ms, previous = [], 0, None
+    for text, response_id in zip(texts, ids, strict=True):
+        create = {"type": "response.create", "model": "gpt-4.1", "input": [{"role": "user", "content": text}],
+                  "prompt_cache_key": cache_key, "stream": True}  # fmt: skip
+        if previous:
+            create["previous_response_id"] = previous
+        response = {"id": response_id, "object": "response", "status": "in_progress", "output": []}
+        frames += [
+            client(ms, create),
+            server(ms + 2, {"type": "response.created", "response": response}),
+            server(ms + 3, {"type": "response.output_text.delta", "delta": f"Echo: {text}"}),
+            server(ms + 4, {"type": "response.completed", "response": {**response, "status": "completed"}}),
+        ]
+        ms, previous = ms + 10, response_id
+    return frames
+
+
+def test_a_responses_websocket_connection_is_saved_turn_by_turn_and_a_known_turn_is_kept(proxy):
+    url = "https://api.openai.com/v1/responses"
+    run = "agents-sdk:run:" + "a" * 32
+    flow = recorded_flow(frames=responses_frames(["Hi", "More"], ["resp_live1", "resp_live2"], run), url=url,
+                         authorization=BEARER)  # fmt: skip
+    addon = record(proxy, flow)
+    saved = sorted(proxy.root.rglob("*.json"))
+    assert len(saved) == 2 and all("DO-NOT-STORE" not in p.read_text() for p in saved)
+    turns = {load(p)["turn"]["number"]: load(p) for p in saved}
+    assert turns[1]["request"]["method"] == "POST" and turns[1]["request"]["url"] == url
+    assert [f["from"] for f in turns[2]["session"]["frames"]] == ["client", "server", "server", "server"]
+    assert turns[2]["session"]["frames"][0]["ms"] == 0  # timed from the turn's own request
+    # The continued response's id, made up on every live run, is keyed as the turn it continues.
+    assert turns[2]["request"]["body"]["previous_response_id"] == "cassette-turn:" + turns[1]["key"]
+    assert (addon.report.recorded, addon.report.errors) == (2, [])
+
+    other_run = "agents-sdk:run:" + "b" * 32  # a new Runner.run(): the preset keys it alike
+    flow = recorded_flow(frames=responses_frames(["Hi", "Less"], ["resp_live3", "resp_live4"], other_run), url=url)
+    before = {p: p.read_bytes() for p in saved}
+    addon = record(proxy, flow)
+    assert all(p.read_bytes() == data for p, data in before.items())  # the known first turn is kept as it was
+    assert len(list(proxy.root.rglob("*.json"))) == 3 and addon.report.recorded == 2 + 1  # one report: both runs
+
+    addon = proxy.configure(cassette_mode="replay")
+    replayed = upgrade(url)
+    proxy.run("request", replayed)
+    assert state_of(replayed).session_replay and replayed.request.host == "127.0.0.1"  # played turn by turn

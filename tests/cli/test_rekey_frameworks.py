@@ -52,3 +52,28 @@ def test_rekey_gives_a_cassette_from_before_the_presets_all_of_them(tmp_path, ca
     assert main(["rekey", "--dir", str(tmp_path)]) == 0  # recorded with none, said so: kept
     assert "0 moved" in capsys.readouterr().out
     assert only_cassette(tmp_path)["key"] == old["key"]
+
+
+def test_rekey_keeps_a_responses_websocket_turn_in_the_turns_key_space(tmp_path, capsys):
+    """A turn is keyed like its POST twin with `"over": "websocket"`: rekey recomputes that key, not the twin's."""
+    from cassette_proxy.core.session_file import SESSION_FORMAT, Frame, session_object, stored_frames
+    from cassette_proxy.core.session_turns import turn_key, twin_request
+
+    upgrade = {"method": "GET", "url": "wss://api.openai.com/v1/responses", "headers": {}}
+    body = {"model": "gpt-5", "input": "Hi", "prompt_cache_key": "agents-sdk:run:" + "a" * 32}
+    request = twin_request(upgrade, body)
+    recipe = make_recipe()
+    key = turn_key(request, recipe)
+    frames = [Frame(True, 0, True, json.dumps({"type": "response.create", **body}).encode()),
+              Frame(False, 3, True, b'{"type":"response.completed","response":{"id":"resp_1"}}')]  # fmt: skip
+    stored, _ = stored_frames(frames)
+    cassette = new_cassette(key, request, {"status": 101, "headers": {}}, {"cassette_proxy": "0.1.0"}, recipe.to_json())
+    cassette = {**cassette, "cassette_format": SESSION_FORMAT, "session": session_object(stored, None, ["event_id"])}
+    cassette["turn"] = {"over": "websocket", "url": upgrade["url"], "number": 1}
+    relative = relative_path("https", "api.openai.com", 443, "/v1/responses", key).as_posix()
+    write(tmp_path, cassette, relative)
+
+    assert main(["rekey", "--dir", str(tmp_path)]) == 0
+    [path] = cassette_files(tmp_path)
+    assert path.name == f"{key}.json" and key != stored_key(request, recipe)
+    assert only_cassette(tmp_path)["turn"]["over"] == "websocket"

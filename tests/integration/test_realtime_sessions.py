@@ -134,26 +134,51 @@ def agents(proxy: Proxy, *args: str) -> dict:
     return run_client({**proxy.client_env(), "OPENAI_AGENTS_DISABLE_TRACING": "1"}, "agents", *args)
 
 
-def test_openai_agents_over_the_responses_websocket_share_a_folder_and_a_follow_up_records_into_it(
+def upstream_turns(upstream) -> int:
+    """The `response.create` messages (and any other client message) the fake upstream received so far."""
+    return upstream.stats()["messages"]
+
+
+def test_openai_agents_over_the_responses_websocket_record_and_replay_turn_by_turn(
     start_proxy, realtime_upstream, cassette_dir
 ):
-    """Every agent opens `wss://api.openai.com/v1/responses`: two agents recorded in one run replay in either
-    order, and a new follow-up turn is recorded into the existing folder (its connection runs live in record mode)."""
+    """Every agent opens `wss://api.openai.com/v1/responses`: each `response.create` is a turn with its own
+    cassette, keyed like its `POST /v1/responses` twin. Two agents recorded in one run replay in either order; a
+    new follow-up turn records into the existing folder beside the turn it continues (kept, not rewritten); a
+    changed prompt in one turn misses with the diff of the nearest turn."""
     recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
     hello, goodbye = agents(recorder, "Say hello"), agents(recorder, "Say goodbye")
-    followed = agents(recorder, "Say hello", "--follow-up", "Say more")  # its first turn recorded already
     report = recorder.stop()
     assert (hello["answers"], goodbye["answers"]) == (["Echo: Say hello"], ["Echo: Say goodbye"])
+    assert report["counts"] | {"recorded": 2, "misses": 0} == report["counts"], report["errors"]
+    turns = sorted(cassette_dir.rglob("*.json"))
+    assert len(turns) == 2 and all("api.openai.com/v1/responses/" in p.as_posix() for p in turns)
+    recorded = json.loads(turns[0].read_text())
+    assert recorded["request"]["method"] == "POST" and recorded["turn"]["over"] == "websocket"
+    assert_no_secret_on_disk(cassette_dir)
+
+    kept = {path: path.read_bytes() for path in turns}
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    before = upstream_turns(realtime_upstream)
+    followed = agents(recorder, "Say hello", "--follow-up", "Say more")  # its first turn is recorded already
+    report = recorder.stop()
     assert followed["answers"] == ["Echo: Say hello", "Echo: Say more"]
-    assert report["counts"] | {"recorded": 3, "misses": 0} == report["counts"], report["errors"]
+    assert report["counts"] | {"recorded": 1, "misses": 0} == report["counts"], report["errors"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 3
+    assert all(path.read_bytes() == data for path, data in kept.items())  # the recorded turns are not rewritten
+    # Record mode still runs the whole connection live: both of its turns reached the upstream, one was saved.
+    assert upstream_turns(realtime_upstream) - before == 2
     realtime_upstream.stop()
 
     player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
-    assert agents(player, "Say goodbye") == goodbye  # the recorded response ids: no live answer
-    assert agents(player, "Say hello", "--follow-up", "Say more") == followed
-    assert agents(player, "Say hello") == hello
+    assert agents(player, "Say goodbye")["answers"] == goodbye["answers"]
+    assert agents(player, "Say hello", "--follow-up", "Say more")["answers"] == followed["answers"]
+    assert agents(player, "Say hello")["answers"] == hello["answers"]
+    changed = agents(player, "Say hello", "--follow-up", "Say less")
     report = player.stop()
-    assert report["counts"] | {"hits": 3, "misses": 0, "upstream": 0} == report["counts"]
+    assert changed["answers"] == ["Echo: Say hello"]
+    assert "cassette_miss" in changed["error"] and '"Say more" → "Say less"' in changed["error"], changed
+    assert report["counts"] | {"hits": 5, "misses": 1, "upstream": 0} == report["counts"]
     assert len(list(cassette_dir.rglob("*.json"))) == 3
 
 

@@ -128,7 +128,10 @@ async def agents_session(text: str, follow_up: str = "") -> dict:
         result = await ws.run(agent, text)
         answers.append(result.final_output)
         if follow_up:
-            result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
+            try:
+                result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
+            except Exception as e:  # a turn's miss: the error event, as openai-agents raises it
+                return {"answers": answers, "error": getattr(e, "error_message", None) or str(e)}
             answers.append(result.final_output)
     return {"answers": answers, "last_response_id": result.last_response_id}
 

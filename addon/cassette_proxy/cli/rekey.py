@@ -121,7 +121,10 @@ def _entry(path: Path, root: Path, relative: PurePosixPath, overrides: Overrides
             f"the recording did not keep the header(s) {', '.join(unknown)}, so they cannot be keyed; re-record it"
         )
     facts = facts_of(cassette["request"])
-    key = key_of(identity(facts, target_recipe.key_headers, target_recipe.paths, target_recipe.patterns))
+    keyed = identity(facts, target_recipe.key_headers, target_recipe.paths, target_recipe.patterns)
+    if "turn" in cassette:  # a Responses WebSocket turn: its POST twin's identity, in the turns' key space
+        keyed = {**keyed, "over": "websocket"}
+    key = key_of(keyed)
     endpoint, folder = endpoint_dir(facts.scheme, facts.host, facts.port, facts.path), relative.parent.as_posix()
     # As recorded: the endpoint folder, or its short form for a name too long to store (location.short_name).
     stored = next((f for f in (endpoint, short_endpoint(endpoint)) if folder == f or folder.endswith(f"/{f}")), None)

@@ -35,6 +35,8 @@ ERROR_CLOSE_CODE = 4500
 
 OPENAI = "openai-realtime"
 GEMINI = "gemini-live"
+RESPONSES = "openai-responses"
+"""The Responses API's WebSocket mode (core/session_turns.py)."""
 
 
 @dataclass(frozen=True)
@@ -344,12 +346,15 @@ def shape_of(url: str, frames: Sequence[Frame]) -> str:
 def miss_event(shape: str, message: str, details: dict[str, Any], client_event_id: Any = None) -> dict[str, Any]:
     """The error message a client gets before the close: in its API's own shape.
 
-    OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown). Gemini Live:
+    OpenAI Realtime: an `error` server event (the SDKs raise or emit it, `error.message` shown); the Responses
+    API's WebSocket mode: its `error` event, with a `status`. Gemini Live:
     a Google API error object (`code`, `status`, `message`), which google-genai raises as its ClientError for
     a server message that is no LiveServerMessage; the close that follows says it in short.
     """
     if shape == GEMINI:
         return {"code": 409, "status": "ABORTED", "message": message, "details": [details]}
+    if shape == RESPONSES:  # the WebSocket mode's error event: openai-agents raises it with its payload
+        return {"type": "error", "status": 409, **error_body("cassette_miss", message, param=None, **details)}
     event = error_body("cassette_miss", message, param=None, event_id=client_event_id, **details)
     return {"event_id": "event_cassette_miss", **event}
 

@@ -133,7 +133,13 @@ class CassetteAddon:
         self.telemetry.configure(run.telemetry)
         self.upstream.configure(run.upstream_timeout)
         self.sessions.configure(
-            run.root, run.max_size, run.session_ignore, run.recipe.to_json(), run.redact_rules, run.started_by
+            run.root,
+            run.max_size,
+            run.session_ignore,
+            run.recipe.to_json(),
+            run.redact_rules,
+            run.started_by,
+            run.recipe,
         )
         run_rules = RequestRules(
             None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
@@ -290,7 +296,9 @@ class CassetteAddon:
         path = run.root_prefix + relative
         try:
             if is_upgrade(flow.request):
-                target = SessionTarget(key, path, relative, public_url(facts))
+                target = SessionTarget(
+                    key, path, relative, public_url(facts), stored_request(facts, run.recipe.key_headers)
+                )
                 played = await self.sessions.replay(
                     flow, state, target, rules, run.replay_speed, live=rules.mode == "record"
                 )

@@ -10,13 +10,17 @@ module from its hooks:
   recording. In record mode a session runs live instead: whether it is a new
   conversation is known only at the message where it differs, too late to go
   live exactly.
+  A Responses WebSocket connection (`/responses`) with no whole-session
+  recording is played turn by turn instead: each `response.create` from its
+  own turn's cassette (core/session_turns.py).
 - `upgraded` (response hook): a forwarded upgrade answered 101 becomes a
   recording; a 101 is never saved as a plain HTTP cassette.
 - `ended` (websocket_end hook): a recording whose session closed with a close
   frame is saved beside the conversations already recorded for its key (the
   one with the same client messages is kept in record mode, replaced in
   update mode); one cut off (no close frame, a server failure code, the proxy
-  stopping) is not, and the report says why.
+  stopping) is not, and the report says why. A Responses WebSocket
+  connection is saved turn by turn: each complete turn without a recording.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -37,7 +42,9 @@ from ..core import hints, redact
 from ..core.atomic_write import write_atomic, write_new
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
 from ..core.location import repeat_path
+from ..core.miss import closest, miss_body
 from ..core.printable import logger
+from ..core.recipe import Recipe
 from ..core.report import ErrorEntry, ErrorKind, Miss, Report
 from ..core.session_file import (
     SESSION_FORMAT,
@@ -55,12 +62,24 @@ from ..core.session_file import (
 )
 from ..core.session_match import (
     DEFAULT_SESSION_IGNORE,
+    RESPONSES,
     MatchSettings,
     SessionChoice,
     SessionScript,
     message_digest,
     same_conversation,
     shape_of,
+)
+from ..core.session_turns import (
+    TurnChoice,
+    Turns,
+    is_responses_socket,
+    keyed_body,
+    response_id_of,
+    split_turns,
+    turn_frames,
+    turn_key,
+    twin_request,
 )
 from .control_channel import RequestRules
 from .record import RecordTarget
@@ -95,6 +114,8 @@ class SessionTarget:
     relative: str
     url: str
     """The request's URL as stored: no credentials."""
+    request: dict = dataclasses.field(default_factory=dict)
+    """The upgrade request as stored (its key headers, no credentials): a Responses WebSocket turn's twin has them."""
 
 
 class Played(enum.Enum):
@@ -117,6 +138,8 @@ class Recording:
     settings: MatchSettings
     replaces: bool
     """Update mode: a recorded session with the same client messages is replaced; record mode keeps it."""
+    rules: RequestRules | None = None
+    """The rules the upgrade was keyed under: a Responses WebSocket connection's turns are keyed with them."""
 
 
 class Sessions:
@@ -137,6 +160,10 @@ class Sessions:
         self._written = threading.Condition()
         self._placing = threading.Lock()
         """Held from choosing a session's file to writing it: two sessions of one URL ending together get two."""
+        self.recipe: Recipe | None = None
+        self.given: dict[str, str] = {}
+        """Responses WebSocket turns: the response ids this run's answers gave (live or replayed) -> their turn's
+        key, so a turn continuing one (`previous_response_id`) is keyed by the turn it continues."""
 
     def configure(
         self,
@@ -146,9 +173,11 @@ class Sessions:
         keyed_with: dict,
         redact_rules: tuple[redact.Rule, ...],
         started_by: str = hints.DEFAULT_STARTER,
+        recipe: Recipe | None = None,
     ) -> None:
         """The run's options, as options.py parsed them."""
         self.root, self.max_size, self.session_ignore = root, max_size, session_ignore
+        self.recipe = recipe
         self.keyed_with, self.redact_rules, self.started_by = keyed_with, redact_rules, started_by
 
     def settings(self, rules: RequestRules) -> MatchSettings:
@@ -169,6 +198,10 @@ class Sessions:
         (record mode) leave a flow that has some to be forwarded. CassetteError or OSError for a file that
         cannot be used: a broken recording is refused, never skipped."""
         found = await asyncio.to_thread(self._read_all, Path(target.path), target.relative)
+        if not found and is_responses_socket(target.url):
+            if live or await asyncio.to_thread(os.path.exists, target.path):
+                return Played.NONE  # record mode: forwarded, each new turn saved (`ended`); or a plain answer
+            return await self._replay_turns(flow, state, target, rules, speed)
         if not found:
             return Played.NONE
         if live:
@@ -199,6 +232,99 @@ class Sessions:
         state.outcome = "session"
         state.session_replay = True
         return Played.PLAYED
+
+    async def _replay_turns(
+        self, flow: http.HTTPFlow, state: FlowState, target: SessionTarget, rules: RequestRules, speed: float | None
+    ) -> Played:
+        """A Responses WebSocket connection with no whole-session recording: each `response.create` answered from
+        its turn's recording (core/session_turns.py), wherever it was recorded."""
+        folder = Path(target.path).parent
+        prefix = target.relative.rpartition("/")[0]
+        relative_of = lambda name: f"{prefix}/{name}" if prefix else name  # noqa: E731
+        missed_turn: dict = {}
+
+        def lookup(key: str) -> tuple[str, Session] | None:
+            file = folder / f"{key}.json"
+            try:
+                cassette = load(file, self.root, self.max_size)
+            except FileNotFoundError:
+                return None
+            if not is_session(cassette) or "turn" not in cassette:
+                raise CassetteError(file, "it is not the recording of a Responses WebSocket turn")
+            return relative_of(file.name), read_session(file, cassette, self.root, self.max_size)
+
+        def missed(key: str, request: dict, number: int) -> tuple[str, str, list[str]]:
+            stored = {**request, "body": redact.redacted(request["body"], ("request", "body"), self.redact_rules)}
+            nearest = closest(folder, self.root, stored, self.recipe) if self.root and self.recipe else []
+            relative = relative_of(f"{key}.json")
+            url = redact.loggable_url(request["url"])
+            body = miss_body(key, "POST", url, relative, rules.mode, nearest, rules.scope, rules.test, self.started_by)
+            text = f"cassette_miss: turn {number} (response.create) of this Responses WebSocket connection: " + body[
+                "error"
+            ]["message"].removeprefix("cassette miss: ")
+            missed_turn.update(key=key, url=url, relative=relative, closest=nearest, body=stored["body"])
+            cassette = nearest[0]["cassette"] if nearest else relative
+            return cassette, text, list(nearest[0]["differences"]) if nearest else []
+
+        choice = TurnChoice(target.request or {"url": target.url}, rules.keys, lookup, missed, self.given)
+        play = SessionPlay(
+            choice=choice,  # type: ignore[arg-type]  # the same interface, turn by turn
+            shape=RESPONSES,
+            headers=[],
+            subprotocol=None,
+            speed=speed,
+            on_end=lambda play, outcome, details: self._count_turns(choice, missed_turn, rules, outcome, details),
+            hint=hints.record(self.started_by),
+        )
+        await self.server.start()
+        request = flow.request
+        request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
+        request.path = self.server.register(play)
+        state.outcome = "session"
+        state.session_replay = True
+        return Played.PLAYED
+
+    def _count_turns(
+        self, choice: TurnChoice, missed_turn: dict, rules: RequestRules, outcome: str, details: dict | None
+    ) -> None:
+        """Each turn answered is a hit of its recording; a missed turn a miss with the nearest turn's diff."""
+        for relative in choice.played:
+            self.report.hit(rules.test, relative)
+        if outcome == "miss" and missed_turn:
+            assert details is not None, "a miss names its message"
+            log.warning(f"cassette miss: Responses WebSocket turn {missed_turn['url']}: {details['message']}")
+            self.report.missed(
+                Miss(
+                    key=missed_turn["key"],
+                    method="POST",
+                    url=missed_turn["url"],
+                    cassette=missed_turn["relative"],
+                    closest=missed_turn["closest"],
+                    test=rules.test,
+                    scope=rules.scope,
+                    body=missed_turn["body"],
+                    session=details,
+                )
+            )
+        elif outcome == "miss":
+            assert details is not None, "a miss names its message"
+            log.warning(f"cassette miss: Responses WebSocket connection: {details['message']}")
+            self.report.missed(
+                Miss(
+                    key="",
+                    method="GET",
+                    url="",
+                    cassette="",
+                    closest=[],
+                    test=rules.test,
+                    scope=rules.scope,
+                    session=details,
+                )
+            )
+        elif outcome != "hit":
+            message = str((details or {}).get("message", "the connection could not be played"))
+            self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette=choice.cassette or None))
+            log.error(f"cassette: Responses WebSocket connection: {message}")
 
     @property
     def address(self) -> tuple[str, int]:
@@ -276,7 +402,7 @@ class Sessions:
         }
         started = response.timestamp_end or time.time()
         replaces = rules.mode == "update"
-        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules), replaces)
+        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules), replaces, rules)
 
     async def ended(self, flow: http.HTTPFlow) -> None:
         """The session's close: saved when it closed with a close frame and not by a server failure."""
@@ -315,9 +441,62 @@ class Sessions:
             if not m.dropped
         ]
         close = Close(by, code, websocket.close_reason or "")
+        turns = split_turns(frames) if is_responses_socket(target.request["url"]) else None
         with self._written:
             self.writing += 1
+        if turns is not None and turns.turns and not turns.opening:
+            await asyncio.get_running_loop().run_in_executor(None, self._write_turns, recording, turns)
+            return
         await asyncio.get_running_loop().run_in_executor(None, self._write, recording, frames, close)
+
+    def _write_turns(self, recording: Recording, turns: Turns) -> None:
+        """A Responses WebSocket connection saved turn by turn: each complete turn without a recording gets one
+        (record mode keeps a recorded turn, update mode replaces it), at its key in the upgrade's folder."""
+        target = recording.target
+        keys = recording.rules.keys if recording.rules is not None else None
+        url = redact.loggable_url(target.request["url"])
+        try:
+            for turn in turns.turns:
+                request = twin_request(target.request, keyed_body(turn.body, self.given))
+                key = turn_key(request, keys if keys is not None else (self.recipe or Recipe()))
+                if not turn.complete:
+                    self._not_saved(
+                        target,
+                        ErrorKind.SESSION_INCOMPLETE,
+                        f"cassette not saved: turn {turn.number} of the Responses WebSocket connection {url} ended "
+                        "before its response.completed (or response.failed, error)",
+                    )
+                    continue
+                if (response_id := response_id_of(turn.answer)) is not None:
+                    self.given[response_id] = key
+                path = target.path.parent / f"{key}.json"
+                turn_target = _retarget(dataclasses.replace(target, key=key, request=request), path, path.exists())
+                if turn_target.existed and not recording.replaces:
+                    self.report.used_by(target.test, turn_target.relative)
+                    log.info(f"cassette kept: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
+                    continue
+                try:
+                    self._save_turn(recording, turn_target, turn.number, list(turn_frames(turn)))
+                except OSError as e:
+                    message = f"cassette not saved to {turn_target.path}: {e.strerror or e}"
+                    log.error(message)
+                    self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, message, cassette=turn_target.relative))
+                    continue
+                self.report.recorded_cassette(target.test, turn_target.relative, turn_target.existed)
+                log.info(f"cassette recorded: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
+        finally:
+            with self._written:
+                self.writing -= 1
+                self._written.notify_all()
+
+    def _save_turn(self, recording: Recording, target: RecordTarget, number: int, frames: list[Frame]) -> None:
+        data, sidecar, sidecar_file = self._cassette(recording, target, frames, None, turn=number)
+        replaced = _sidecar_in_use(target.path) if target.existed else None
+        if sidecar:
+            write_atomic(target.path.parent / sidecar_file, sidecar)
+        write_atomic(target.path, data)
+        if replaced is not None and replaced.name != sidecar_file:
+            replaced.unlink(missing_ok=True)
 
     def _write(self, recording: Recording, frames: list[Frame], close: Close) -> None:
         target = recording.target
@@ -392,7 +571,7 @@ class Sessions:
         raise OSError(f"{MAX_SESSIONS_PER_URL} sessions are recorded for this URL already")
 
     def _cassette(
-        self, recording: Recording, target: RecordTarget, frames: list[Frame], close: Close
+        self, recording: Recording, target: RecordTarget, frames: list[Frame], close: Close | None, turn: int = 0
     ) -> tuple[bytes, bytes, str]:
         """(the session cassette's bytes, its sidecar's bytes, the sidecar's file name) for `target`."""
         stored, sidecar = stored_frames(frames)
@@ -417,6 +596,8 @@ class Sessions:
         recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
         cassette = new_cassette(target.key, target.request, response, recorded_with, self.keyed_with)
         cassette = {**redact.redact(cassette, rules), "cassette_format": SESSION_FORMAT, "session": session}
+        if turn:  # a Responses WebSocket turn: its request is the POST twin, its connection's URL is kept here
+            cassette["turn"] = {"over": "websocket", "url": recording.target.request["url"], "number": turn}
         return dumps(cassette), sidecar, sidecar_file
 
     def failed(self, flow: http.HTTPFlow, error: Exception) -> None:
