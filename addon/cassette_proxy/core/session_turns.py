@@ -183,8 +183,8 @@ def response_id_of(answer: Iterable[Frame]) -> str | None:
     for frame in answer:
         message = parsed_message(frame.payload)
         response = message.get("response") if message else None
-        if isinstance(response, dict) and isinstance(response.get("id"), str):
-            return response["id"]
+        if isinstance(response, dict) and isinstance(found := response.get("id"), str):
+            return found
     return None
 
 
