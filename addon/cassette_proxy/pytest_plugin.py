@@ -38,6 +38,7 @@ are set before collection, so a client built with no arguments uses them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import os
 import sys
@@ -207,8 +208,12 @@ def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
             proxy: launcher.RunningProxy | OuterProxy | None = _outer(config)
             if proxy is None:
                 settings = _settings(config, launcher.find_mitmdump(None, os.environ))
+                # A warm proxy is one proxy for every worker, so each test is announced to it with its scope:
+                # the run's scope need not be its own (_scope_args is for a proxy per xdist worker).
+                scope = _scope_args(config)
+                unscoped = dataclasses.replace(settings, extra_args=settings.extra_args[: -len(scope) or None])
                 proxy = warm_proxy.attach(
-                    settings, os.environ, lambda message: print(message, file=sys.stderr)
+                    unscoped, os.environ, lambda message: print(message, file=sys.stderr)
                 ) or launcher.start(settings, wait=False)
         except launcher.LauncherError as e:
             raise pytest.UsageError(f"cassette: {e}") from None

@@ -50,7 +50,12 @@ def test_a_replay_miss_says_what_to_type_in_cassette_run_words(tmp_path):
     assert result.stdout.strip().endswith(
         "To record it: `cassette run --mode record -- …` (records only what is missing)."
     )
-    assert "warning" not in result.stderr  # a miss is not silence
+    assert "reached the proxy" not in result.stderr  # a miss is not silence
+    # The one warning: replay from a folder that does not exist (no cassette was ever recorded here).
+    assert [line for line in result.stderr.splitlines() if "warning" in line] == [
+        "cassette: warning: the cassette folder cassettes does not exist: in replay every request to a controlled "
+        "host will miss (pass --dir, or record first with --mode record)"
+    ]
 
 
 SUITE = f"""
