@@ -309,3 +309,27 @@ def test_collected_node_ids_give_every_parametrization_and_inherited_tests(tmp_p
         ValueError, match=re.escape("no collected test is tests/integration/test_api.py::TestStandard::test_removed")
     ):
         modules.test_ids(gone)
+
+
+def test_a_class_imported_into_another_test_module_is_served_there_too(tmp_path):
+    """langchain-openai's `test_responses_standard.py` imports `TestOpenAIStandard` from `test_base_standard.py`:
+    pytest collects its `test_stream_time` in both modules, and under VCR both replayed the class's file."""
+    folder = tmp_path / "tests" / "integration"
+    folder.mkdir(parents=True)
+    (folder / "test_base_standard.py").write_text("class TestOpenAIStandard:\n    enable_vcr_tests = True\n")
+    (folder / "test_responses_standard.py").write_text(
+        "import pytest\nfrom tests.integration.test_base_standard import (\n    TestOpenAIStandard,\n)\n\n\n"
+        "class TestOpenAIResponses(TestOpenAIStandard):\n    pass\n"
+    )
+    collected = [
+        "tests/integration/test_base_standard.py::TestOpenAIStandard::test_stream_time",
+        "tests/integration/test_responses_standard.py::TestOpenAIStandard::test_stream_time",
+        "tests/integration/test_responses_standard.py::TestOpenAIResponses::test_stream_time",
+        "tests/integration/test_unrelated.py::TestOpenAIStandard::test_stream_time",
+    ]
+    (folder / "test_unrelated.py").write_text("class Other:\n    pass\n")  # imports no such class: not served
+    cassette = tmp_path / "tests" / "cassettes" / "TestOpenAIStandard.test_stream_time.yaml.gz"
+    assert TestModules(tmp_path, collected).test_ids(cassette) == [
+        "tests/integration/test_base_standard.py::TestOpenAIStandard::test_stream_time",
+        "tests/integration/test_responses_standard.py::TestOpenAIStandard::test_stream_time",
+    ]

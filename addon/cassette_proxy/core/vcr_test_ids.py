@@ -34,6 +34,8 @@ _NAMED = re.compile(rb"""(default_cassette|mark\.vcr)\(\s*["']([^"']+)["']""")
 """`default_cassette("name")` renames a test's file; `vcr("name", ...)` adds files to its own."""
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 _CLASS = re.compile(rb"^class[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_IMPORTED = re.compile(rb"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+"""`from tests.x import TestX`: a test class imported into another module is collected there too."""
 _TEST_MODULE = re.compile(r"^(?:test_.*|.*_test)\.py$")
 """pytest's default `python_files`."""
 _NOT_SEARCHED = frozenset({".git", ".hg", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__"})
@@ -67,6 +69,8 @@ test_parts.__test__ = False  # type: ignore[attr-defined]  # not a test to pytes
 class _Module:
     names: frozenset[str]
     """The top-level classes and functions it defines."""
+    imported: frozenset[str]
+    """The names it imports with `from ... import`."""
     mentions_vcr: bool
     named: dict[str, list[tuple[str, str]]]
     """`default_cassette` file stems → (class or "", function) of every test that names them."""
@@ -152,10 +156,14 @@ class TestModules:
         """The collected node id is a test that replayed this file: the owner's test, any parametrization of it
         when the file names none, else the parametrization the file names (as pytest-recording spells it)."""
         module, _, rest = node.partition("::")
-        if module != owner.module.relative_to(self.rootdir).as_posix():
-            return False
         *classes, name = rest.split("::")
         if (classes[-1] if classes else "") != owner.class_name:
+            return False
+        if module != owner.module.relative_to(self.rootdir).as_posix() and not (
+            # The class imported into another module (langchain-openai's `test_responses_standard.py` imports
+            # `TestOpenAIStandard`): collected there as well, and replayed the same file under VCR.
+            owner.class_name and owner.class_name in self._parsed_module(self.rootdir / module).imported
+        ):
             return False
         function, bracket, params = name.partition("[")
         if function != owner.function:
@@ -179,6 +187,7 @@ class TestModules:
                 source = b""
             self._parsed[module] = _Module(
                 frozenset(name.decode() for name in _DEFINITION.findall(source)),
+                frozenset(name.decode() for names in _IMPORTED.findall(source) for name in re.findall(rb"\w+", names)),
                 b"vcr" in source.lower(),
                 *_named_cassettes(source),
             )
