@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Generator, Iterator
@@ -77,12 +78,26 @@ GIVES_VCR = pytest.StashKey[bool]()
 """This plugin gives the `vcr` fixture (pytest-recording is absent, or turned off with --disable-recording)."""
 RECORDING_PLUGIN = "pytest_recording.plugin"
 
+RECORD_MODES = {"none": "replay", "once": "record", "new_episodes": "record", "all": "update", "rewrite": "update"}
+"""pytest-recording's `--record-mode` values, as cassette modes (declared by the plugin when it is not installed)."""
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("cassette", "cassette proxy: record and replay LLM API calls")
+    if not _recording_to_come(pluginmanager):
+        # A pytest-recording suite's command line keeps working without it: its CI passes `--record-mode=none`,
+        # and conftests read the value (langchain-openai stubs its Codex login only when it is "none").
+        group.addoption(
+            "--record-mode", choices=sorted(RECORD_MODES), default=None,
+            help="pytest-recording's record mode, as a cassette mode: none=replay, once and new_episodes=record, "
+            "all and rewrite=update. --cassette-mode takes precedence.",
+        )  # fmt: skip
+        group.addoption(
+            "--disable-recording", action="store_true", default=False,
+            help="pytest-recording's switch; without it installed the proxy answers anyway.",
+        )  # fmt: skip
     group.addoption(
         "--cassette-mode", choices=MODES, default=None, help="Cassette mode; defaults to $CASSETTE_MODE, else replay."
     )
@@ -167,7 +182,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
     folder = config.getoption("cassette_dir") or os.environ.get(DIR_VAR) or config.getini("cassette_dir")
-    mode = launcher.resolve_mode(config.getoption("cassette_mode"), os.environ)
+    record_mode = config.getoption("record_mode", None) if _declares_record_mode(config) else None
+    mode = launcher.resolve_mode(config.getoption("cassette_mode") or RECORD_MODES.get(record_mode), os.environ)
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
         mitmdump=mitmdump,
@@ -195,6 +211,27 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
 def _scope_args(config: pytest.Config) -> list[str]:
     scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
     return ["--set", f"cassette_scope={scope}"] if scope and scope != DEFAULT_SCOPE else []
+
+
+def _recording_to_come(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """pytest-recording is loaded in this session, or will be once pytest loads the rest of its plugins (then its
+    options are its own, and declaring them here would clash)."""
+    if _recording_loaded(pluginmanager):
+        return True
+    if importlib.util.find_spec("pytest_recording") is None or pluginmanager.is_blocked("recording"):
+        return False
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return "pytest_recording" in os.environ.get("PYTEST_PLUGINS", "")
+    return True  # installed: its entry point loads it
+
+
+def _recording_loaded(pluginmanager: pytest.PytestPluginManager) -> bool:
+    return any(getattr(plugin, "__name__", None) == RECORDING_PLUGIN for plugin in pluginmanager.get_plugins())
+
+
+def _declares_record_mode(config: pytest.Config) -> bool:
+    """`--record-mode` is the plugin's own (pytest-recording is not loaded), not pytest-recording's."""
+    return not _recording_loaded(config.pluginmanager)
 
 
 def _start(config: pytest.Config) -> launcher.RunningProxy | OuterProxy:
@@ -267,9 +304,7 @@ def pytest_configure(config: pytest.Config) -> None:
     scope = config.getoption("cassette_scope") or config.getini("cassette_scope")
     if scope not in SCOPES:
         raise pytest.UsageError(f"cassette_scope: {scope!r} is not a choice; use one of {', '.join(SCOPES)}")
-    recording = any(
-        getattr(plugin, "__name__", None) == RECORDING_PLUGIN for plugin in config.pluginmanager.get_plugins()
-    )
+    recording = _recording_loaded(config.pluginmanager)
     if not recording:
         # A pytest-recording suite's markers, so that `--strict-markers` takes them without pytest-recording.
         config.addinivalue_line(

@@ -91,6 +91,18 @@ def test_a_pytest_recording_suite_reads_vcr_through_the_proxy(pytester, https_up
     replayed.assert_outcomes(passed=TESTS)
     replayed.stdout.fnmatch_lines(["cassette: replay: 5 hits, 0 misses, 0 recorded, 0 upstream*"])
 
+    only_plugins(monkeypatch)  # not installed: the suite's own command line (`--record-mode=none`) still runs
+    pytester.makeconftest(
+        "def pytest_recording_configure(config, vcr):\n    raise AssertionError('never called')\n\n\n"
+        "def pytest_configure(config):\n    assert config.getoption('record_mode') == 'none'  # conftests read it\n"
+    )
+    bare = pytester.runpytest_subprocess("--record-mode=none", "--disable-recording")
+    bare.assert_outcomes(passed=TESTS)
+    bare.stdout.fnmatch_lines(["cassette: replay: 5 hits, 0 misses, 0 recorded, 0 upstream*"])
+
+    pytester.makeconftest("def pytest_recording_configure(config, vcr):\n    raise AssertionError('never called')\n")
+
+    only_plugins(monkeypatch, RECORDING)
     monkeypatch.setenv("PROMPT", "reworded")  # the swallowed miss: passes, and fails the session only when strict
     lenient = pytester.runpytest_subprocess("--disable-recording")
     lenient.assert_outcomes(passed=TESTS)

@@ -82,7 +82,7 @@ class PluginOptions:
 @pytest.fixture(scope="module")
 def plugin() -> PluginOptions:
     declared = PluginOptions()
-    pytest_plugin.pytest_addoption(declared)
+    pytest_plugin.pytest_addoption(declared, pytest.PytestPluginManager())
     return declared
 
 
