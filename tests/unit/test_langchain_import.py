@@ -146,7 +146,7 @@ def test_several_anthropic_beta_values_come_back_from_the_body_and_per_file():
     outcomes = imported(
         *recorded, folders=(), redacted_headers=[*BETA_RULES, "anthropic-beta@test_x.*=files-api-2025-04-14"]
     )
-    url = "https://api.anthropic.com/v1/messages"
+    url = "https://api.anthropic.com/v1/messages?beta=true"  # the SDK's beta client, which sends anthropic-beta
     for outcome, (beta, body) in zip(outcomes, bodies.items(), strict=True):
         if beta != "files-api-2025-04-14":
             beta += ",files-api-2025-04-14"  # every rule that applies adds its value, in the order given

@@ -317,6 +317,12 @@ def _rebuilt_url(recorded: Recorded, request_json: tuple[bool, Any], folders: Se
         raise ValueError("its body is not a JSON object, so its shape names no endpoint")
     provider, told = provider_of((name for name, _ in recorded.request_headers), folders, str(body.get("model") or ""))
     url = provider.base + endpoint_of(provider.style, body)
+    if provider is ANTHROPIC and any(name.lower() == "anthropic-beta" for name, _ in recorded.request_headers):
+        # The SDKs' beta client (`client.beta.messages`, what langchain-anthropic calls when a test asks for a beta)
+        # sends `anthropic-beta` and posts to `/v1/messages?beta=true`, as langchain-anthropic's unredacted
+        # cassettes show.
+        return f"{url}?beta=true", f"URL rebuilt: anthropic from {told}, the endpoint from the body, ?beta=true "
+        "from its anthropic-beta header (the SDK's beta client)"
     return url, f"URL rebuilt: {provider.names[0]} from {told}, the endpoint from the body"
 
 
