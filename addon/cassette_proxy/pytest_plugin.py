@@ -183,7 +183,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
     folder = config.getoption("cassette_dir") or os.environ.get(DIR_VAR) or config.getini("cassette_dir")
     record_mode = config.getoption("record_mode", None) if _declares_record_mode(config) else None
-    mode = launcher.resolve_mode(config.getoption("cassette_mode") or RECORD_MODES.get(record_mode), os.environ)
+    mode = launcher.resolve_mode(
+        config.getoption("cassette_mode") or (RECORD_MODES.get(record_mode) if isinstance(record_mode, str) else None),
+        os.environ,
+    )
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
         mitmdump=mitmdump,
