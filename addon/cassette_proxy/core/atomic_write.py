@@ -11,8 +11,8 @@ STALE_TEMP_SECONDS = 60
 """A temp file older than this was left by a killed writer; younger ones may belong to a live proxy sharing the folder."""
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write through a temp file in the same folder and rename: readers see the old file or the new, never a torn one."""
+def _written_beside(path: Path, data: bytes, mode: int) -> str:
+    """`data` in a new temp file in `path`'s folder, on disk (fsync) with `mode`: what either write then names."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -21,6 +21,16 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write through a temp file in the same folder and rename: readers see the old file or the new, never a torn one."""
+    tmp = _written_beside(path, data, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -30,14 +40,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
 def write_new(path: Path, data: bytes, mode: int = 0o644) -> bool:
     """Write `path` whole, only if no file is there: False, and nothing written, when another writer (another
     proxy sharing the folder) got there first. Hard-linked from the temp file, which fails when the name is taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = _written_beside(path, data, mode)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
         try:
             os.link(tmp, path)
         except FileExistsError:
