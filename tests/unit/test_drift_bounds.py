@@ -3,7 +3,7 @@ silence (launch/resend.py), a signal stops the scratch proxy and the report is s
 
 `send` talks to a local stand-in over plain HTTP in absolute form, as it talks to the proxy; the endless stream
 sends a chunk every 50 ms for at most 30 s, so an unbounded read would end with an answer (and fail the test)
-rather than hang it. tests/integration/test_drift_bounds.py drives the real proxy.
+rather than hang it. tests/integration/test_drift_bounds_proxy.py drives the real proxy.
 """
 
 from __future__ import annotations
