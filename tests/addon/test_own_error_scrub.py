@@ -40,3 +40,29 @@ def test_our_own_error_quoting_the_clients_key_answers_and_logs_without_it(tmp_p
     assert "Invalid header value" in logged
     for text in (message, logged, (tmp_path / "report.json").read_text(), addon.report.summary()):
         assert KEY not in text and KEY[:20] not in text
+
+
+def test_our_own_error_saving_a_session_is_logged_and_reported_without_the_upgrades_key(tmp_path, caplog):
+    """The websocket_end hook's bug goes through the same redaction as every other hook's (answers.own_error_text)."""
+    key = "fake-session-own-error-9876543210"
+    addon = Addon()
+    flow = tflow.twebsocketflow()
+    flow.request.headers["authorization"] = f"Bearer {key}"
+
+    async def failing(flow):
+        raise RuntimeError(f"could not save {flow.request.headers['authorization']!r} ({quote(key)})")
+
+    with taddons.context(addon, Proxyserver()) as tctx:
+        tctx.options.update(cassette_dir=str(tmp_path / "cassettes"), cassette_mode="record")
+        addon.configure(set(tctx.options.keys()))
+        addon.sessions.ended = failing
+        with caplog.at_level(logging.ERROR):
+            tctx.master.event_loop.run_until_complete(addon.websocket_end(flow))
+        addon.report.write(tmp_path / "report.json")
+    [error] = addon.report.errors
+    assert error.kind == "cassette_error" and error.hook == "websocket_end"
+    assert "RuntimeError: could not save" in error.message and "[credential]" in error.message
+    logged = "\n".join(record.getMessage() + (record.exc_text or "") for record in caplog.records)
+    assert "could not save" in logged
+    for text in (error.message, logged, (tmp_path / "report.json").read_text()):
+        assert key not in text and key[:20] not in text

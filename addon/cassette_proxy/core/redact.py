@@ -184,6 +184,15 @@ def loggable_url(url: str) -> str:
     return url
 
 
+def loggable_error(error: BaseException, limit: int = 300) -> str:
+    """`Type: message` of an exception as every logged error of ours shows it: the secret rules applied, then every
+    registered secret scrubbed (core/scrub.py), then cut to `limit` characters (after, so no prefix of a key
+    survives). Never raises."""
+    from .scrub import scrub
+
+    return f"{type(error).__name__}: {scrub(redacted(str(error), ('log',), SECRET_RULES))}"[:limit]
+
+
 PII_RULES = (
     # `%40` too: the stored URL's query is percent-encoded.
     _rule("email", r"\b[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", ("@", "%40")),

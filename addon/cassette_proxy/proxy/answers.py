@@ -26,7 +26,7 @@ from ..core.printable import logger
 from ..core.recipe import stored_request
 from ..core.report import ErrorEntry, ErrorKind, Miss, Offline
 from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker
-from ..core.scrub import register, scrub
+from ..core.scrub import register
 from ..core.token_exchange import placeholder
 from .control_channel import RequestRules
 from .errors import error_response, json_response
@@ -156,15 +156,19 @@ def token_exchange(flow: http.HTTPFlow) -> None:
     flow.response = http.Response.make(200, answer, headers)
 
 
-def own_error(flow: http.HTTPFlow, state: FlowState, hook: str, error: Exception) -> ErrorEntry:
-    """A bug of ours: the client gets a JSON 500 it will not retry, the log the traceback; nothing is saved.
-    The request's credentials are registered with the scrubber first: an exception may quote them in any form,
-    and the message (scrubbed before it is cut, so no prefix of a key survives), the log and the report all go
-    through it."""
+def own_error_text(flow: http.HTTPFlow, error: Exception) -> str:
+    """What a bug of ours while handling `flow` says of its exception, in the log and the report alike. The
+    request's credentials are registered with the scrubber first: an exception may quote them in any form, and
+    the text (redact.loggable_error), the log and the report all go through it."""
     for name in CREDENTIAL_HEADERS:
         for value in flow.request.headers.get_all(name):
             register(value, value.partition(" ")[2])  # the whole value, and a `Bearer` token's own part
-    what = f"{type(error).__name__}: {scrub(redact.redacted(str(error), ('log',), redact.SECRET_RULES))}"[:300]
+    return redact.loggable_error(error)
+
+
+def own_error(flow: http.HTTPFlow, state: FlowState, hook: str, error: Exception) -> ErrorEntry:
+    """A bug of ours: the client gets a JSON 500 it will not retry, the log the traceback; nothing is saved."""
+    what = own_error_text(flow, error)
     message = (
         f"cassette_error: the cassette addon failed in its {hook} hook ({what}); the request was not forwarded. "
         "This is a bug in Cassette Proxy: please report it with the proxy log."

@@ -81,6 +81,7 @@ from ..core.session_turns import (
     turn_key,
     twin_request,
 )
+from .answers import own_error_text
 from .control_channel import RequestRules
 from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
@@ -603,9 +604,7 @@ class Sessions:
     def failed(self, flow: http.HTTPFlow, error: Exception) -> None:
         """A bug of ours while saving a session: nothing saved, and the report and the log say so."""
         recording = self.recordings.pop(flow.id, None)
-        message = (
-            f"cassette_error: the cassette addon failed in its websocket_end hook ({type(error).__name__}: {error})"
-        )
+        message = f"cassette_error: the cassette addon failed in its websocket_end hook ({own_error_text(flow, error)})"
         log.error(message, exc_info=True)
         cassette = recording.target.relative if recording else None
         self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette, hook="websocket_end"))
