@@ -12,6 +12,7 @@ from cassette_proxy.core import redact
 from cassette_proxy.core.cassette_file import LARGE_JSON_BYTES, load
 from cassette_proxy.core.report import Report
 from cassette_proxy.proxy.record import Recorder, RecordTarget
+from cassette_proxy.proxy.writer import Writer
 from mitmproxy.test import tflow, tutils
 
 SECRET = "sk-live-DO-NOT-STORE-0123456789abcdef"
@@ -31,8 +32,10 @@ def big_answer() -> bytes:
 
 
 def record(tmp_path: Path, body: bytes, rules: tuple[redact.Rule, ...]) -> dict:
-    recorder = Recorder(Report())
-    recorder.redact_rules, recorder.statuses = rules, frozenset({200})
+    writer = Writer(Report())
+    writer.configure(rules, {})
+    recorder = Recorder(writer)
+    recorder.configure((), frozenset({200}))
     flow = tflow.tflow(resp=tutils.tresp(content=body, headers=[(b"content-type", b"application/json")]))
     path = tmp_path / "cassettes" / "a.json"
     path.parent.mkdir(parents=True)

@@ -58,6 +58,7 @@ from .sessions import Played, Sessions, SessionTarget, is_upgrade
 from .state import FlowState, new_state, state_of
 from .telemetry import Telemetry
 from .upstream import UpstreamGuard
+from .writer import Writer
 
 log = logger(__name__)
 
@@ -80,16 +81,18 @@ class CassetteAddon:
         """Set by configure(), before mitmproxy delivers any flow."""
         self.keys = KeyCache((), ())
         """The keys of requests this run has seen (core/key.py), for the run's key settings."""
-        self.recorder = Recorder(self.report)
+        self.writer = Writer(self.report)
+        """The one writer of recordings, HTTP and WebSocket alike (writer.py): every run's end waits for it."""
+        self.recorder = Recorder(self.writer)
         self.replayer = Replayer()
         self.preloading: asyncio.Task[None] | None = None
         self.sequencer = Sequencer()
         self.control = CurrentTest(self.report)
         self.control.on_start = self._test_started
-        self.played = PlayedLog(self.recorder.wait_idle)
+        self.played = PlayedLog(self.writer.wait_idle)
         """What the current test's requests were answered with, when its runner asks (the `vcr` fixture)."""
-        self.control.on_played = lambda test: self.played.answer(test, self.recorder.redact_rules)
-        self.runs = Runs(self.report, self.recorder, self.sequencer, self.control)
+        self.control.on_played = lambda test: self.played.answer(test, self.writer.redact_rules)
+        self.runs = Runs(self.report, self.writer, self.sequencer, self.control)
         """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
         self.closest = ClosestSearch()
         self.seal = Seal()
@@ -99,7 +102,7 @@ class CassetteAddon:
         # The guard, the seal and the sessions are called from this addon's hooks rather than registered as child
         # addons: mitmproxy walks every child on every event of every flow, a cost each hit paid for nothing.
         self.upstream = UpstreamGuard(self.report)
-        self.sessions = Sessions(self.report)
+        self.sessions = Sessions(self.writer)
 
     def _test_started(self, test: str, resume: bool) -> None:
         self.sequencer.start(test, resume)
@@ -128,7 +131,8 @@ class CassetteAddon:
             recipe = run.recipe
             self.keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns, size=KEY_CACHE_SIZE + run.preload)
         self.report.started(run.mode)
-        self.recorder.configure(run.redact_rules, run.redact_specs, run.record_statuses, run.recipe.to_json())
+        self.writer.configure(run.redact_rules, run.recipe.to_json())
+        self.recorder.configure(run.redact_specs, run.record_statuses)
         self.replayer.configure(run.root, run.max_size, REPLAY_CACHE_SIZE + run.preload, run.replay_speed)
         self.telemetry.configure(run.telemetry)
         self.upstream.configure(run.upstream_timeout)
@@ -136,8 +140,6 @@ class CassetteAddon:
             run.root,
             run.max_size,
             run.session_ignore,
-            run.recipe.to_json(),
-            run.redact_rules,
             run.started_by,
             run.recipe,
         )
@@ -165,7 +167,7 @@ class CassetteAddon:
         self.replayer.stop_preload()
         if self.preloading is not None:
             self.preloading.cancel()
-        self.recorder.wait_idle()
+        self.writer.wait_idle()  # HTTP recordings and sessions alike: all in this report
         if self.options is not None and self.options.report is not None:
             self.report.write(self.options.report)
 
@@ -199,7 +201,7 @@ class CassetteAddon:
         host = normal_host(flow.request.host)  # once per request: the scope, the token check and the key use it
         if host == CONTROL_HOST:  # the test runner's channel: never counted or keyed
             state.outcome = "control"
-            self.control.answer(flow)
+            await self.control.answer(flow)
             return
         route = self.routes.route(flow)  # a detour through the forward proxy is undone before keying
         if route != FORWARD:

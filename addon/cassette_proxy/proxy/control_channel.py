@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -101,6 +101,13 @@ class Runner:
     """Its tests that run now, in the order they started."""
 
 
+def _answer(body: dict) -> Callable[[], Awaitable[dict]]:
+    async def answer() -> dict:
+        return body
+
+    return answer
+
+
 class ControlError(ValueError):
     """A control request this proxy cannot act on; the message says why (answered 400)."""
 
@@ -124,8 +131,8 @@ class CurrentTest:
         self.played_tests: set[str] = set()
         """Running tests that asked the proxy to keep what their requests were answered with (`"played": true`)."""
         self.on_played: Callable[[str], dict] = lambda test: {"test": test, "interactions": None}
-        self.on_run_start: Callable[[], dict] = lambda: {"run": "started"}
-        self.on_run_end: Callable[[], dict] = lambda: {"report": None}
+        self.on_run_start: Callable[[], Awaitable[dict]] = _answer({"run": "started"})
+        self.on_run_end: Callable[[], Awaitable[dict]] = _answer({"report": None})
         """A run starts or ends on this proxy (proxy/runs.py sets both)."""
 
     @property
@@ -173,7 +180,7 @@ class CurrentTest:
         # A test this proxy was not told of (announced to another proxy, or already ended): the run's rules.
         return Verdict(replace(self.run_rules, test=found.test))
 
-    def answer(self, flow: http.HTTPFlow) -> None:
+    async def answer(self, flow: http.HTTPFlow) -> None:
         """Answer a request to the control host; it never leaves the proxy."""
         given = flow.request.headers.get(TOKEN_HEADER, "")
         # The token must reach no log, no dump and no other addon.
@@ -189,7 +196,7 @@ class CurrentTest:
             )
             return
         try:
-            flow.response = json_response(200, self._act(flow.request))
+            flow.response = json_response(200, await self._act(flow.request))
         except ControlError as e:
             log.warning(f"cassette control: {e}")
             flow.response = error_response(400, "cassette_control_invalid", f"cassette control: {e}")
@@ -210,12 +217,12 @@ class CurrentTest:
         if self.report is not None:
             self.report.test_notice(message)
 
-    def _act(self, request: http.Request) -> dict:
+    async def _act(self, request: http.Request) -> dict:
         path = request.path.split("?", 1)[0]
         if request.method == "POST" and path == "/v1/run/start":
-            return self.on_run_start()
+            return await self.on_run_start()
         if request.method == "POST" and path == "/v1/run/end":
-            return self.on_run_end()
+            return await self.on_run_end()
         if request.method != "POST" or path not in ("/v1/test/start", "/v1/test/end", "/v1/test/played"):
             raise ControlError(
                 f"{request.method} {path} is not a control call; POST /v1/test/start, /v1/test/end, "

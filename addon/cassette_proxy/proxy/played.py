@@ -48,7 +48,7 @@ class PlayedRequest:
 class PlayedLog:
     """The current test's answered requests, while a runner asked for them."""
 
-    def __init__(self, wait_for_recordings: Callable[[], None]) -> None:
+    def __init__(self, wait_for_recordings: Callable[[], object]) -> None:
         self.wait_for_recordings = wait_for_recordings
         self.test: str | None = None
         self.entries: list[PlayedRequest] = []

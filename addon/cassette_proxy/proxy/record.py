@@ -1,7 +1,8 @@
 """Record: a forwarded request's response becomes a cassette, written by a worker thread.
 
-Every write goes through one `Recorder`, which counts the writes in flight that
-shutdown waits for; the run report counts through its own thread-safe methods.
+Every write goes through the one `Writer` (writer.py), which WebSocket sessions
+share: it counts the writes in flight that a run's end waits for; the run report
+counts through its own thread-safe methods.
 A response that is not saved (a status not worth keeping, a failed write, a
 stream cut off) is an error entry in the report, so the next replay's miss
 is explained before it happens.
@@ -11,29 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mitmproxy import http
-from mitmproxy import version as mitmproxy_version
 from mitmproxy.net import encoding
 
-from .. import __version__
 from ..core import redact
-from ..core.atomic_write import write_atomic
-from ..core.cassette_file import (
-    LARGE_JSON_BYTES,
-    body_fields,
-    dumps,
-    events_fields,
-    large_json_as_text,
-    new_cassette,
-    stored_headers,
-    text_fields,
-)
+from ..core.cassette_file import LARGE_JSON_BYTES, body_fields, events_fields, stored_headers, text_fields
 from ..core.key import RequestFacts
 from ..core.mcp import SESSION_GONE_STATUS, McpRequest, id_key
 from ..core.printable import logger
@@ -41,6 +29,7 @@ from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import write_in_worker
 from .stream_recorder import StreamRecorder
+from .writer import Writer
 
 log = logger(__name__)
 
@@ -79,31 +68,19 @@ class RecordTarget:
 
 
 class Recorder:
-    def __init__(self, report: Report) -> None:
-        self.report = report
-        self.in_flight = 0
-        self.idle = threading.Condition()
-        """Notified as each write ends: shutdown waits for `in_flight` to reach 0."""
-        self.redact_rules: tuple[redact.Rule, ...] = ()
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        """The one writer (writer.py): redaction, `recorded_with`, the atomic write, the writes in flight."""
+        self.report: Report = writer.report
         self.redact_specs: tuple[str, ...] = ()
         """The rules as cassette_redact gave them, for a worker process to parse alike."""
         self.statuses: frozenset[int] = frozenset()
         """cassette_record_statuses: the upstream statuses saved as cassettes."""
-        self.keyed_with: dict = {}
-        """The key settings every cassette records it was keyed with (recipe.to_json())."""
 
-    def configure(
-        self,
-        redact_rules: tuple[redact.Rule, ...],
-        redact_specs: tuple[str, ...],
-        statuses: frozenset[int],
-        keyed_with: dict,
-    ) -> None:
-        """The run's options, as options.py parsed them."""
-        self.redact_rules = redact_rules
+    def configure(self, redact_specs: tuple[str, ...], statuses: frozenset[int]) -> None:
+        """The run's options, as options.py parsed them (the writer has the redaction rules and `keyed_with`)."""
         self.redact_specs = redact_specs
         self.statuses = statuses
-        self.keyed_with = keyed_with
 
     def not_recorded(self, target: RecordTarget, reason: str, message: str, status: int | None = None) -> None:
         """A forwarded request whose response will not be on disk: the next replay of it will miss."""
@@ -114,7 +91,7 @@ class Recorder:
 
     def save_whole(self, response: http.Response, target: RecordTarget) -> asyncio.Future[str | None] | None:
         content = response.get_content(strict=False) or b""
-        if len(content) > LARGE_JSON_BYTES and not redact.needs_structure(self.redact_rules):
+        if len(content) > LARGE_JSON_BYTES and not redact.needs_structure(self.writer.redact_rules):
             # Stored as its text, as received, built in the writer thread: parsing a 50 MB JSON answer here (and
             # encoding it again there) held the event loop for seconds (benchmarks/record_big.py). Redaction
             # applies to the text, credential fields included (redact._redacted_json_fields).
@@ -201,45 +178,26 @@ class Recorder:
                 )
             return None
         head = {"status": status, "headers": stored_headers(list(response.headers.items(multi=True)))}
-        recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
 
         def build() -> dict:
             fields = body() if callable(body) else body
-            return new_cassette(target.key, target.request, {**head, **fields}, recorded_with, self.keyed_with)
+            return self.writer.cassette(target.key, target.request, {**head, **fields})
 
-        with self.idle:
-            self.in_flight += 1
-        return asyncio.get_running_loop().run_in_executor(None, self._write, target, build, count)
+        return self.writer.submit(lambda: self._write(target, build, count))
 
     def _write(self, target: RecordTarget, build: Callable[[], dict], count: bool) -> str | None:
-        """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker thread.
-
-        It counts itself, and `wait_idle()` waits for it, because a proxy stopped
-        right after a client's last read (a test suite ending) cancels the
-        hooks still awaiting: the report must still include the cassette.
-        """
+        """Write (and count, unless it rewrites a cassette this run already counted) one cassette, in a worker
+        thread (the writer's, which a run's end waits for)."""
         try:
             cassette = build()
             if target.big_request is not None:
                 write_in_worker(cassette, target.big_request, self.redact_specs, target.path)
             else:
-                write_atomic(target.path, dumps(large_json_as_text(redact.as_stored(cassette, self.redact_rules))))
+                self.writer.write(target.path, self.writer.stored(cassette))
         except OSError as e:
-            reason = f"cassette not saved to {target.path}: {e.strerror or e}"
-            log.error(reason)
-            self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, reason, cassette=target.relative))
-            return reason
-        else:
-            client_error = is_client_error(cassette["response"]["status"])
-            self.report.recorded_cassette(target.test, target.relative, target.existed, client_error, count)
-            url = redact.loggable_url(target.request["url"])
-            log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")
-            return None
-        finally:
-            with self.idle:
-                self.in_flight -= 1
-                self.idle.notify_all()
-
-    def wait_idle(self, timeout: float = 30) -> None:
-        with self.idle:
-            self.idle.wait_for(lambda: self.in_flight == 0, timeout=timeout)
+            return self.writer.write_failed(target.path, target.relative, e)
+        client_error = is_client_error(cassette["response"]["status"])
+        self.report.recorded_cassette(target.test, target.relative, target.existed, client_error, count)
+        url = redact.loggable_url(target.request["url"])
+        log.info(f"cassette recorded: {target.request['method']} {url} ({target.relative})")
+        return None

@@ -35,12 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mitmproxy import http
-from mitmproxy import version as mitmproxy_version
 
-from .. import __version__
 from ..core import hints, redact
-from ..core.atomic_write import write_atomic, write_new
-from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, dumps, load, new_cassette, stored_headers
+from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, load, stored_headers
 from ..core.location import repeat_path
 from ..core.miss import closest, miss_body
 from ..core.printable import logger
@@ -86,6 +83,7 @@ from .control_channel import RequestRules
 from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
 from .state import FlowState
+from .writer import Writer
 
 log = logger(__name__)
 
@@ -146,19 +144,17 @@ class Recording:
 class Sessions:
     """Driven by the cassette addon from its request, response, websocket_end and done hooks."""
 
-    def __init__(self, report: Report) -> None:
-        self.report = report
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        """The one writer (writer.py), shared with HTTP recordings: a run's end waits for sessions' writes too."""
+        self.report: Report = writer.report
         self.server = SessionServer()
         self.recordings: dict[str, Recording] = {}
         """Forwarded sessions being recorded, by flow id."""
         self.session_ignore: tuple[str, ...] = DEFAULT_SESSION_IGNORE
-        self.redact_rules: tuple[redact.Rule, ...] = ()
-        self.keyed_with: dict = {}
         self.root: Path | None = None
         self.max_size = DEFAULT_MAX_SIZE
         self.started_by = hints.DEFAULT_STARTER
-        self.writing = 0
-        self._written = threading.Condition()
         self._placing = threading.Lock()
         """Held from choosing a session's file to writing it: two sessions of one URL ending together get two."""
         self.recipe: Recipe | None = None
@@ -171,15 +167,18 @@ class Sessions:
         root: Path,
         max_size: int,
         session_ignore: tuple[str, ...],
-        keyed_with: dict,
-        redact_rules: tuple[redact.Rule, ...],
         started_by: str = hints.DEFAULT_STARTER,
         recipe: Recipe | None = None,
     ) -> None:
-        """The run's options, as options.py parsed them."""
+        """The run's options, as options.py parsed them (the writer has the redaction rules and `keyed_with`)."""
         self.root, self.max_size, self.session_ignore = root, max_size, session_ignore
         self.recipe = recipe
-        self.keyed_with, self.redact_rules, self.started_by = keyed_with, redact_rules, started_by
+        self.started_by = started_by
+
+    @property
+    def redact_rules(self) -> tuple[redact.Rule, ...]:
+        """The run's redaction rules: the writer's, one set for every recording."""
+        return self.writer.redact_rules
 
     def settings(self, rules: RequestRules) -> MatchSettings:
         return MatchSettings(tuple(rules.keys.ignore), tuple(rules.keys.values), self.session_ignore)
@@ -443,12 +442,10 @@ class Sessions:
         ]
         close = Close(by, code, websocket.close_reason or "")
         turns = split_turns(frames) if is_responses_socket(target.request["url"]) else None
-        with self._written:
-            self.writing += 1
         if turns is not None and turns.turns and not turns.opening:
-            await asyncio.get_running_loop().run_in_executor(None, self._write_turns, recording, turns)
+            await self.writer.submit(lambda: self._write_turns(recording, turns))
             return
-        await asyncio.get_running_loop().run_in_executor(None, self._write, recording, frames, close)
+        await self.writer.submit(lambda: self._write(recording, frames, close))
 
     def _write_turns(self, recording: Recording, turns: Turns) -> None:
         """A Responses WebSocket connection saved turn by turn: each complete turn without a recording gets one
@@ -456,46 +453,39 @@ class Sessions:
         target = recording.target
         keys = recording.rules.keys if recording.rules is not None else None
         url = redact.loggable_url(target.request["url"])
-        try:
-            for turn in turns.turns:
-                request = twin_request(target.request, keyed_body(turn.body, self.given))
-                key = turn_key(request, keys if keys is not None else (self.recipe or Recipe()))
-                if not turn.complete:
-                    self._not_saved(
-                        target,
-                        ErrorKind.SESSION_INCOMPLETE,
-                        f"cassette not saved: turn {turn.number} of the Responses WebSocket connection {url} ended "
-                        "before its response.completed (or response.failed, error)",
-                    )
-                    continue
-                if (response_id := response_id_of(turn.answer)) is not None:
-                    self.given[response_id] = key
-                path = target.path.parent / f"{key}.json"
-                turn_target = _retarget(dataclasses.replace(target, key=key, request=request), path, path.exists())
-                if turn_target.existed and not recording.replaces:
-                    self.report.used_by(target.test, turn_target.relative)
-                    log.info(f"cassette kept: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
-                    continue
-                try:
-                    self._save_turn(recording, turn_target, turn.number, list(turn_frames(turn)))
-                except OSError as e:
-                    message = f"cassette not saved to {turn_target.path}: {e.strerror or e}"
-                    log.error(message)
-                    self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, message, cassette=turn_target.relative))
-                    continue
-                self.report.recorded_cassette(target.test, turn_target.relative, turn_target.existed)
-                log.info(f"cassette recorded: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
-        finally:
-            with self._written:
-                self.writing -= 1
-                self._written.notify_all()
+        for turn in turns.turns:
+            request = twin_request(target.request, keyed_body(turn.body, self.given))
+            key = turn_key(request, keys if keys is not None else (self.recipe or Recipe()))
+            if not turn.complete:
+                self._not_saved(
+                    target,
+                    ErrorKind.SESSION_INCOMPLETE,
+                    f"cassette not saved: turn {turn.number} of the Responses WebSocket connection {url} ended "
+                    "before its response.completed (or response.failed, error)",
+                )
+                continue
+            if (response_id := response_id_of(turn.answer)) is not None:
+                self.given[response_id] = key
+            path = target.path.parent / f"{key}.json"
+            turn_target = _retarget(dataclasses.replace(target, key=key, request=request), path, path.exists())
+            if turn_target.existed and not recording.replaces:
+                self.report.used_by(target.test, turn_target.relative)
+                log.info(f"cassette kept: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
+                continue
+            try:
+                self._save_turn(recording, turn_target, turn.number, list(turn_frames(turn)))
+            except OSError as e:
+                self.writer.write_failed(turn_target.path, turn_target.relative, e)
+                continue
+            self.report.recorded_cassette(target.test, turn_target.relative, turn_target.existed)
+            log.info(f"cassette recorded: Responses WebSocket turn {turn.number} of {url} ({turn_target.relative})")
 
     def _save_turn(self, recording: Recording, target: RecordTarget, number: int, frames: list[Frame]) -> None:
         data, sidecar, sidecar_file = self._cassette(recording, target, frames, None, turn=number)
         replaced = _sidecar_in_use(target.path) if target.existed else None
         if sidecar:
-            write_atomic(target.path.parent / sidecar_file, sidecar)
-        write_atomic(target.path, data)
+            self.writer.write(target.path.parent / sidecar_file, sidecar)
+        self.writer.write(target.path, data)
         if replaced is not None and replaced.name != sidecar_file:
             replaced.unlink(missing_ok=True)
 
@@ -508,21 +498,15 @@ class Sessions:
                 if not kept:
                     target = self._save(recording, target, exclusive, frames, close)
         except OSError as e:
-            message = f"cassette not saved to {target.path}: {e.strerror or e}"
-            log.error(message)
-            self.report.error(ErrorEntry(ErrorKind.WRITE_FAILED, message, cassette=target.relative))
+            self.writer.write_failed(target.path, target.relative, e)
+            return
+        url = redact.loggable_url(target.request["url"])
+        if kept:
+            self.report.used_by(target.test, target.relative)
+            log.info(f"cassette kept: WebSocket session {url} has the client messages of {target.relative}")
         else:
-            url = redact.loggable_url(target.request["url"])
-            if kept:
-                self.report.used_by(target.test, target.relative)
-                log.info(f"cassette kept: WebSocket session {url} has the client messages of {target.relative}")
-            else:
-                self.report.recorded_cassette(target.test, target.relative, target.existed)
-                log.info(f"cassette recorded: WebSocket session {url} ({target.relative}, {len(frames)} messages)")
-        finally:
-            with self._written:
-                self.writing -= 1
-                self._written.notify_all()
+            self.report.recorded_cassette(target.test, target.relative, target.existed)
+            log.info(f"cassette recorded: WebSocket session {url} ({target.relative}, {len(frames)} messages)")
 
     def _place(self, recording: Recording, frames: list[Frame]) -> tuple[RecordTarget, bool, bool]:
         """Where the session is saved among those recorded for its URL: (the target; True when the name must be
@@ -558,10 +542,8 @@ class Sessions:
             data, sidecar, sidecar_file = self._cassette(recording, target, frames, close)
             replaced = None if exclusive else _sidecar_in_use(target.path)
             if sidecar:
-                write_atomic(target.path.parent / sidecar_file, sidecar)
-            if not exclusive:
-                write_atomic(target.path, data)
-            elif not write_new(target.path, data):  # another proxy sharing the folder took the name
+                self.writer.write(target.path.parent / sidecar_file, sidecar)
+            if not self.writer.write(target.path, data, exclusive):  # another proxy sharing the folder took the name
                 if sidecar:
                     (target.path.parent / sidecar_file).unlink(missing_ok=True)
                 target = _retarget(target, _numbered(target.path, _number(target.path) + 1), existed=False)
@@ -593,13 +575,11 @@ class Sessions:
             sidecar_file,
             settings.fingerprint if digested else None,
         )
-        response = {"status": 101, "headers": recording.headers}
-        recorded_with = {"cassette_proxy": __version__, "mitmproxy": mitmproxy_version.VERSION}
-        cassette = new_cassette(target.key, target.request, response, recorded_with, self.keyed_with)
-        cassette = {**redact.redact(cassette, rules), "cassette_format": SESSION_FORMAT, "session": session}
+        cassette = self.writer.cassette(target.key, target.request, {"status": 101, "headers": recording.headers})
+        extra: dict = {"cassette_format": SESSION_FORMAT, "session": session}
         if turn:  # a Responses WebSocket turn: its request is the POST twin, its connection's URL is kept here
-            cassette["turn"] = {"over": "websocket", "url": recording.target.request["url"], "number": turn}
-        return dumps(cassette), sidecar, sidecar_file
+            extra["turn"] = {"over": "websocket", "url": recording.target.request["url"], "number": turn}
+        return self.writer.stored(cassette, **extra), sidecar, sidecar_file
 
     def failed(self, flow: http.HTTPFlow, error: Exception) -> None:
         """A bug of ours while saving a session: nothing saved, and the report and the log say so."""
@@ -625,8 +605,6 @@ class Sessions:
                 f"cassette not saved: the proxy stopped while the WebSocket session {url} was open",
             )
         self.server.stop()
-        with self._written:
-            self._written.wait_for(lambda: self.writing == 0, timeout=30)
 
 
 def _number(path: Path) -> int:
