@@ -87,13 +87,15 @@ class CassetteAddon:
         self.replayer = Replayer()
         self.preloading: asyncio.Task[None] | None = None
         self.sequencer = Sequencer()
-        self.control = CurrentTest(self.report)
-        self.control.on_start = self._test_started
         self.played = PlayedLog(self.writer.wait_idle)
         """What the current test's requests were answered with, when its runner asks (the `vcr` fixture)."""
-        self.control.on_played = lambda test: self.played.answer(test, self.writer.redact_rules)
-        self.runs = Runs(self.report, self.writer, self.sequencer, self.control)
-        """Runs reusing this proxy (a warm `cassette serve`): each its own report and counters."""
+        self.control = CurrentTest(
+            self.report,
+            on_start=self._test_started,
+            on_played=lambda test: self.played.answer(test, self.writer.redact_rules),
+            # Runs reusing this proxy (a warm `cassette serve`): each its own report and counters.
+            runs=Runs(self.report, self.writer, self.sequencer),
+        )
         self.closest = ClosestSearch()
         self.seal = Seal()
         self.routes = RouteTable()
@@ -104,9 +106,9 @@ class CassetteAddon:
         self.upstream = UpstreamGuard(self.report)
         self.sessions = Sessions(self.writer)
 
-    def _test_started(self, test: str, resume: bool) -> None:
+    def _test_started(self, test: str, resume: bool, played: bool) -> None:
         self.sequencer.start(test, resume)
-        self.played.start(test, test in self.control.played_tests, resume)
+        self.played.start(test, played, resume)
 
     def load(self, loader: Any) -> None:
         options.declare(loader)

@@ -31,7 +31,7 @@ import hmac
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from mitmproxy import http
 
@@ -101,11 +101,22 @@ class Runner:
     """Its tests that run now, in the order they started."""
 
 
-def _answer(body: dict) -> Callable[[], Awaitable[dict]]:
-    async def answer() -> dict:
-        return body
+class RunCalls(Protocol):
+    """What answers a run's start and end on this proxy (proxy/runs.py)."""
 
-    return answer
+    def start(self) -> Awaitable[dict]: ...
+
+    def end(self) -> Awaitable[dict]: ...
+
+
+class NoRuns:
+    """A proxy told of no runs: the calls are answered, and change nothing."""
+
+    async def start(self) -> dict:
+        return {"run": "started"}
+
+    async def end(self) -> dict:
+        return {"report": None}
 
 
 class ControlError(ValueError):
@@ -115,7 +126,13 @@ class ControlError(ValueError):
 class CurrentTest:
     """The tests that run now and their rules; `rules_for` is called once per request."""
 
-    def __init__(self, report: Report | None = None) -> None:
+    def __init__(
+        self,
+        report: Report | None = None,
+        on_start: Callable[[str, bool, bool], None] = lambda test, resume, played: None,
+        on_played: Callable[[str], dict] = lambda test: {"test": test, "interactions": None},
+        runs: RunCalls | None = None,
+    ) -> None:
         self.token = ""
         self.report = report
         """Where the announcements that went wrong are counted (`test_notices`)."""
@@ -126,14 +143,15 @@ class CurrentTest:
         self.running: dict[str, RunningTest] = {}
         self.runners: dict[str, Runner] = {}
         """Every runner that announced a test in this run, running one now or not."""
-        self.on_start = lambda test, resume: None
-        """Called when a test starts (the sequencer resets its counters unless the test resumes)."""
+        self.on_start = on_start
+        """Called when a test starts, with whether it resumes and whether it keeps what it was answered with (the
+        sequencer resets its counters unless the test resumes; played.py starts its log)."""
         self.played_tests: set[str] = set()
         """Running tests that asked the proxy to keep what their requests were answered with (`"played": true`)."""
-        self.on_played: Callable[[str], dict] = lambda test: {"test": test, "interactions": None}
-        self.on_run_start: Callable[[], Awaitable[dict]] = _answer({"run": "started"})
-        self.on_run_end: Callable[[], Awaitable[dict]] = _answer({"report": None})
-        """A run starts or ends on this proxy (proxy/runs.py sets both)."""
+        self.on_played = on_played
+        """What a test's requests were answered with (played.py)."""
+        self.runs: RunCalls = runs or NoRuns()
+        """A run starts or ends on this proxy (proxy/runs.py)."""
 
     @property
     def rules(self) -> RequestRules:
@@ -220,9 +238,11 @@ class CurrentTest:
     async def _act(self, request: http.Request) -> dict:
         path = request.path.split("?", 1)[0]
         if request.method == "POST" and path == "/v1/run/start":
-            return await self.on_run_start()
+            started = await self.runs.start()
+            self.end_test()  # a new run: no test runs, no runner is known
+            return started
         if request.method == "POST" and path == "/v1/run/end":
-            return await self.on_run_end()
+            return await self.runs.end()
         if request.method != "POST" or path not in ("/v1/test/start", "/v1/test/end", "/v1/test/played"):
             raise ControlError(
                 f"{request.method} {path} is not a control call; POST /v1/test/start, /v1/test/end, "
@@ -267,7 +287,7 @@ class CurrentTest:
             self.played_tests.add(test)
         else:
             self.played_tests.discard(test)
-        self.on_start(test, bool(body.get("resume")))
+        self.on_start(test, bool(body.get("resume")), test in self.played_tests)
         return {"test": test, "applied": applied, "ignored": ignored}
 
     def _end(self, test: str, runner: Runner, who: str) -> None:

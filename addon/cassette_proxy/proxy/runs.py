@@ -20,25 +20,23 @@ the counts are the run's.
 from __future__ import annotations
 
 from ..core.report import Report
-from .control_channel import CurrentTest
 from .sequence import Sequencer
 from .writer import Writer
 
 
 class Runs:
-    def __init__(self, report: Report, writer: Writer, sequencer: Sequencer, control: CurrentTest) -> None:
+    """Given to the control channel (control_channel.CurrentTest), which calls it and forgets its own tests."""
+
+    def __init__(self, report: Report, writer: Writer, sequencer: Sequencer) -> None:
         self.report = report
         self.writer = writer
         self.sequencer = sequencer
-        self.control = control
-        control.on_run_start, control.on_run_end = self.start, self.end
 
     async def start(self) -> dict:
-        """The run's report, counters and test, as a fresh proxy has them."""
+        """The run's report and counters, as a fresh proxy has them (the control channel then forgets the tests)."""
         await self.writer.drained()  # the previous run's last recordings are counted in its report, not this one's
         self.report.reset()
         self.sequencer.reset()
-        self.control.end_test()
         return {"run": "started"}
 
     async def end(self) -> dict:
