@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.core.cassette_file import load
+from cassette_proxy.proxy.state import ANSWERED_HERE, Outcome, state_of
 from in_process import CHAT_PATH, LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 
 SECRET = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
@@ -230,3 +231,18 @@ def test_a_miss_whose_closest_search_does_not_end_is_answered_without_it(proxies
     assert error["code"] == "cassette_miss" and error["closest"] == []
     assert "the search for the closest recording took over 0.2 s and was left out of this answer" in error["message"]
     assert proxy.done()["counts"] == {**NOTHING, "misses": 1}
+
+
+def test_each_request_hook_decision_is_a_typed_outcome_the_response_hooks_read(proxies, upstream):
+    """FlowState.outcome is an Outcome member, never a string compared by value (proxy/state.py)."""
+    path = proxies.record(upstream, ASK, ANSWER)
+    path.rename(path.with_name("kept.json"))
+    proxy = proxies.start(cassette_mode="record", cassette_hosts=["127.0.0.1"])
+    forwarded = proxy.request(chat_flow(ASK, upstream.url()))
+    path.with_name("kept.json").rename(path)
+    hit = proxy.request(chat_flow(ASK, upstream.url()))
+    outside = proxy.request(chat_flow(ASK, "https://example.org/v1/chat/completions"))
+    states = [state_of(flow) for flow in (forwarded, hit, outside)]
+    assert [state.outcome for state in states] == [Outcome.FORWARDED, Outcome.HIT, Outcome.PASSTHROUGH]
+    assert [state.answered_here for state in states] == [False, True, False]
+    assert all(isinstance(o, Outcome) for o in ANSWERED_HERE) and Outcome.SESSION not in ANSWERED_HERE

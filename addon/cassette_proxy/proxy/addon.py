@@ -46,7 +46,7 @@ from .control_channel import CONTROL_HOST, CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .options import RunOptions
-from .played import PlayedLog, PlayedRequest
+from .played import PlayedLog, PlayedOutcome, PlayedRequest
 from .ready_file import write_ready_file
 from .record import Recorder, RecordTarget, client_left
 from .replay import REPLAY_CACHE_SIZE, Replayer
@@ -55,7 +55,7 @@ from .runs import Runs
 from .seal import Seal
 from .sequence import Sequencer
 from .sessions import Played, Sessions, SessionTarget, is_upgrade
-from .state import FlowState, new_state, state_of
+from .state import FlowState, Outcome, new_state, state_of
 from .telemetry import Telemetry
 from .upstream import UpstreamGuard
 from .writer import Writer
@@ -202,7 +202,7 @@ class CassetteAddon:
         state = new_state(flow)
         host = normal_host(flow.request.host)  # once per request: the scope, the token check and the key use it
         if host == CONTROL_HOST:  # the test runner's channel: never counted or keyed
-            state.outcome = "control"
+            state.outcome = Outcome.CONTROL
             await self.control.answer(flow)
             return
         route = self.routes.route(flow)  # a detour through the forward proxy is undone before keying
@@ -217,11 +217,11 @@ class CassetteAddon:
         if rules.mode != "off" and self._answered_aside(flow, state, host, rules.mode, covered):
             return
         if not covered:
-            state.outcome = "passthrough"
+            state.outcome = Outcome.PASSTHROUGH
             self.report.passed_through(host)
             return
         if verdict.refusal is not None:  # never filed under a guessed test's folder
-            state.outcome = "error"
+            state.outcome = Outcome.ERROR
             self.report.error(answers.unattributed(flow, verdict.refusal))
             return
         if verdict.shared_instead is not None:  # the user asked for the shared scope instead of a refusal
@@ -251,7 +251,7 @@ class CassetteAddon:
         if rules.mode == "replay":
             endpoint = Path(run.root_prefix + relative).parent
             entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, mcp)
-            state.outcome = "miss"
+            state.outcome = Outcome.MISS
             self.report.missed(entry)
             return
         self._forward(flow, state, facts, key, relative, rules, mcp, keep_existing=keeps_session)
@@ -261,7 +261,7 @@ class CassetteAddon:
         run = self._run()
         request = flow.request
         if run.token_endpoints.matches(request.method, host, request.path):
-            state.outcome = "token_exchange"
+            state.outcome = Outcome.TOKEN_EXCHANGE
             self.report.token_exchange()
             if mode == "replay":
                 answers.token_exchange(flow)
@@ -270,12 +270,12 @@ class CassetteAddon:
             self.telemetry.handle(flow, state, mode, sink)
             return True
         if not covered and background_of(host) is not None:  # a browser's own traffic (Playwright's chromium)
-            state.outcome = "browser_background"
+            state.outcome = Outcome.BROWSER_BACKGROUND
             self.report.browser_request()
             answers.browser_background(flow)
             return True
         if mode == "replay" and not covered and not is_loopback(host) and host not in run.allowed_hosts:
-            state.outcome = "offline"
+            state.outcome = Outcome.OFFLINE
             self.report.refused(answers.offline(flow, host, run.hosts))
             return True
         return False
@@ -313,7 +313,7 @@ class CassetteAddon:
                     return False
             replay = await self.replayer.load(path)
         except (OSError, CassetteError) as e:
-            state.outcome = "error"
+            state.outcome = Outcome.ERROR
             self.report.error(answers.unusable_cassette(flow, path, e))
             return True
         if replay is None:
@@ -321,7 +321,7 @@ class CassetteAddon:
         await self.replayer.answer(flow, state, replay)
         if state.timed_replay:
             self.seal.exempt.add(("127.0.0.1", self.replayer.timed.port))
-        state.outcome = "hit"
+        state.outcome = Outcome.HIT
         self.report.hit(rules.test, relative, is_client_error(replay.cassette["response"]["status"]))
         if self.control.played_wanted:
             self._note_played("hit", flow, facts, path, rules)
@@ -363,7 +363,7 @@ class CassetteAddon:
             mcp=mcp,
             keep_existing=keep_existing,
         )
-        state.outcome = "forwarded"
+        state.outcome = Outcome.FORWARDED
         if self.control.played_wanted:
             self._note_played("recorded", flow, facts, path, rules)
         self._presets_replaced(facts, relative, rules)
@@ -373,7 +373,7 @@ class CassetteAddon:
         self.upstream.forward(flow)
 
     def _note_played(
-        self, outcome: str, flow: http.HTTPFlow, facts: RequestFacts, path: str, rules: RequestRules
+        self, outcome: PlayedOutcome, flow: http.HTTPFlow, facts: RequestFacts, path: str, rules: RequestRules
     ) -> None:
         """For the current test's `vcr` fixture (played.py): the request as it came, the cassette that answers it."""
         headers = tuple(flow.request.headers.fields)

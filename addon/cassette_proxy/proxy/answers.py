@@ -31,7 +31,7 @@ from ..core.token_exchange import placeholder
 from .control_channel import RequestRules
 from .errors import error_response, json_response
 from .options import RunOptions
-from .state import FlowState
+from .state import FlowState, Outcome
 
 log = logger(__name__)
 
@@ -175,7 +175,7 @@ def own_error(flow: http.HTTPFlow, state: FlowState, hook: str, error: Exception
     )
     log.error(message, exc_info=True)
     state.target = None  # nothing is saved from a flow our code could not follow
-    state.outcome = "error"
+    state.outcome = Outcome.ERROR
     # A response already streaming to the client cannot be replaced; mitmproxy ends it.
     if flow.live and not (flow.response is not None and hook == "responseheaders" and flow.response.stream):
         flow.response = error_response(500, "cassette_error", message)

@@ -24,6 +24,7 @@ import base64
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from ..core import redact
 from ..core.cassette_file import DROPPED_HEADERS, body_fields, decode_body
@@ -32,9 +33,12 @@ MAX_KEPT = 10_000
 """Requests kept for one test; past this the answer says `truncated` and the fixture refuses to read it."""
 
 
+PlayedOutcome = Literal["hit", "recorded"]
+
+
 @dataclass(frozen=True, slots=True)
 class PlayedRequest:
-    outcome: str
+    outcome: PlayedOutcome
     """`hit` (answered from the cassette) or `recorded` (forwarded; its answer saved to the cassette)."""
     method: str
     url: str

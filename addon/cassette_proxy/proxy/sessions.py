@@ -82,7 +82,7 @@ from .answers import own_error_text
 from .control_channel import RequestRules
 from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
-from .state import FlowState
+from .state import FlowState, Outcome
 from .writer import Writer
 
 log = logger(__name__)
@@ -229,7 +229,7 @@ class Sessions:
         request = flow.request
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
         request.path = self.server.register(play)
-        state.outcome = "session"
+        state.outcome = Outcome.SESSION
         state.session_replay = True
         return Played.PLAYED
 
@@ -280,7 +280,7 @@ class Sessions:
         request = flow.request
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
         request.path = self.server.register(play)
-        state.outcome = "session"
+        state.outcome = Outcome.SESSION
         state.session_replay = True
         return Played.PLAYED
 

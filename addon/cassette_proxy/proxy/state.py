@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,11 +16,50 @@ if TYPE_CHECKING:
 METADATA_KEY = "cassette"
 
 
+class Outcome(enum.Enum):
+    """What the request hook decided for a request, once it has."""
+
+    HIT = "hit"
+    """Answered from its cassette (or played from the timed-replay server)."""
+    MISS = "miss"
+    """Replay mode, no cassette: answered 409 with the nearest recording's diff."""
+    ERROR = "error"
+    """Refused: an unusable cassette, an ambiguous test, a bug of ours, an unreachable upstream."""
+    OFFLINE = "offline"
+    """Replay mode, a host outside the scope: refused, never forwarded."""
+    CONTROL = "control"
+    """A call on the control channel (control_channel.py)."""
+    FORWARDED = "forwarded"
+    """Record and update modes: sent upstream, its response maybe saved (`FlowState.target`)."""
+    PASSTHROUGH = "passthrough"
+    """Outside the scope, or mode off: forwarded untouched, never keyed."""
+    TOKEN_EXCHANGE = "token_exchange"
+    """A credential exchange: answered with a placeholder token in replay, forwarded otherwise."""
+    TELEMETRY = "telemetry"
+    """A telemetry sink's request (telemetry.py)."""
+    BROWSER_BACKGROUND = "browser_background"
+    """A browser's own traffic (core/browser_background.py), answered empty."""
+    SESSION = "session"
+    """A WebSocket upgrade routed to the session server that plays its recordings (sessions.py)."""
+
+
+ANSWERED_HERE = (
+    Outcome.HIT,
+    Outcome.MISS,
+    Outcome.ERROR,
+    Outcome.OFFLINE,
+    Outcome.TOKEN_EXCHANGE,
+    Outcome.TELEMETRY,
+    Outcome.CONTROL,
+    Outcome.BROWSER_BACKGROUND,
+)
+"""The outcomes whose response the addon made itself, whole (a tuple: members compared by identity, no hash)."""
+
+
 @dataclass(slots=True)
 class FlowState:
-    outcome: str | None = None
-    """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, browser_background,
-    session: set once the request hook has decided."""
+    outcome: Outcome | None = None
+    """Set once the request hook has decided."""
     target: RecordTarget | None = None
     """Where a forwarded request's response will be saved (record and update modes)."""
     recorder: StreamRecorder | None = None
@@ -36,11 +76,7 @@ class FlowState:
     @property
     def answered_here(self) -> bool:
         """The addon made the response itself (whole), so the response hooks have nothing to do."""
-        return (
-            self.outcome
-            in ("hit", "miss", "error", "offline", "token_exchange", "telemetry", "control", "browser_background")
-            and not self.timed_replay
-        )
+        return self.outcome in ANSWERED_HERE and not self.timed_replay
 
 
 def state_of(flow: http.HTTPFlow) -> FlowState | None:

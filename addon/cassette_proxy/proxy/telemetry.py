@@ -12,7 +12,7 @@ from mitmproxy import http
 
 from ..core.report import Report
 from ..core.telemetry import Sink, TelemetrySinks, answer, parse_sinks
-from .state import FlowState
+from .state import FlowState, Outcome
 
 
 class Telemetry:
@@ -29,7 +29,7 @@ class Telemetry:
 
     def handle(self, flow: http.HTTPFlow, state: FlowState, mode: str, sink: Sink) -> None:
         """Count it; in replay answer it with the success its client reads (else it goes to the real sink)."""
-        state.outcome = "telemetry"
+        state.outcome = Outcome.TELEMETRY
         self.report.telemetry_request(sink.name)
         if mode == "replay":
             status, headers, body = answer(sink, flow.request.headers.get("content-type", ""))

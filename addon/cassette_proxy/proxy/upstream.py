@@ -36,7 +36,7 @@ from ..core.printable import logger
 from ..core.redact import loggable_url
 from ..core.report import ErrorEntry, ErrorKind, Report
 from .errors import error_response
-from .state import state_of
+from .state import Outcome, state_of
 
 log = logger(__name__)
 
@@ -117,7 +117,7 @@ class UpstreamGuard:
         state = state_of(flow)
         if state is not None:
             state.target = None
-            state.outcome = "error"
+            state.outcome = Outcome.ERROR
         self.report.error(ErrorEntry(ErrorKind.UPSTREAM, message, url=url, status=status))
         log.error(message)
         return error_response(status, UPSTREAM_ERROR, message, url=url, status=status)
