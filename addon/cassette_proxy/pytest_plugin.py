@@ -43,14 +43,14 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .core.defaults import DEFAULT_DIR, DIR_VAR, MODES
-from .core.frameworks import DEFAULT_FRAMEWORKS
+from .core import option_table
+from .core.defaults import DIR_VAR
 from .core.per_test import DEFAULT_SCOPE, SCOPES, test_dir
 from .core.report import Report, ReportError
 from .core.vcr_cassette import RecordedCassette
@@ -80,6 +80,8 @@ RECORDING_PLUGIN = "pytest_recording.plugin"
 
 RECORD_MODES = {"none": "replay", "once": "record", "new_episodes": "record", "all": "update", "rewrite": "update"}
 """pytest-recording's `--record-mode` values, as cassette modes (declared by the plugin when it is not installed)."""
+INI_TYPES: dict[Any, Any] = {Sequence[str]: "linelist", bool: "bool"}
+"""An option's type → its ini setting's (core/option_table.py); any other is a string."""
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
 
@@ -98,56 +100,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
             "--disable-recording", action="store_true", default=False,
             help="pytest-recording's switch; without it installed the proxy answers anyway.",
         )  # fmt: skip
-    group.addoption(
-        "--cassette-mode", choices=MODES, default=None, help="Cassette mode; defaults to $CASSETTE_MODE, else replay."
-    )
-    group.addoption(
-        "--cassette-dir",
-        default=None,
-        help="Cassette folder; defaults to $CASSETTE_DIR, else the cassette_dir setting.",
-    )
-    group.addoption(
-        "--cassette-ignore", action="append", default=[], metavar="PATH",
-        help="JSON body field left out of the key, on top of the cassette_ignore setting. Repeatable.",
-    )  # fmt: skip
-    group.addoption(
-        "--cassette-key-header", action="append", default=[], metavar="NAME",
-        help="Key header on top of the defaults and the cassette_key_headers setting. Repeatable.",
-    )  # fmt: skip
-    group.addoption(
-        "--cassette-ignore-value", action="append", default=[], metavar="REGEX",
-        help="Volatile value pattern or preset, on top of the cassette_ignore_values setting. Repeatable.",
-    )  # fmt: skip
-    parser.addini("cassette_ignore", "JSON body fields left out of the key (dotted paths), one a line.", "linelist")
-    parser.addini("cassette_key_headers", "Key headers on top of the defaults, one a line.", "linelist")
-    parser.addini(
-        "cassette_ignore_values", "Volatile value patterns (regular expressions or presets), one a line.", "linelist"
-    )
-    parser.addini(
-        "cassette_frameworks",
-        f"Framework presets to key with, one a line ({', '.join(DEFAULT_FRAMEWORKS)}: all by default); empty for none.",
-        "linelist",
-        default=list(DEFAULT_FRAMEWORKS),
-    )
-    group.addoption(
-        "--cassette-scope",
-        choices=SCOPES,
-        default=None,
-        help="shared: one recording per distinct request; test: each test's recordings under its own folder. "
-        "Defaults to the cassette_scope setting, else shared.",
-    )
-    parser.addini(
-        "cassette_scope",
-        "shared (one recording per distinct request) or test (each test's recordings under its own folder).",
-        default=DEFAULT_SCOPE,
-    )
-    parser.addini(
-        "cassette_telemetry",
-        "Answer the known telemetry sinks (openai-agents' traces, LangSmith, Langfuse, Logfire) offline in replay.",
-        type="bool",
-        default=True,
-    )
-    parser.addini("cassette_telemetry_sinks", "More telemetry sinks, HOST/PATH globs, one a line.", "linelist")
+    for option in option_table.OPTIONS:  # the addon's options the plugin sets (core/option_table.py)
+        if option.pytest_flag is not None:
+            group.addoption(option.pytest_flag.spelling, **option_table.flag_keywords(option, option.pytest_flag))
+        if option.ini is not None:
+            default = {} if option.ini.default is None else {"default": option.ini.default}
+            parser.addini(option.name, option.ini.help, INI_TYPES.get(option.type), **default)
     group.addoption(
         "--cassette-isolate", action="store_true", default=None,
         help="Run this pytest (and every process it starts) inside `cassette run --isolate`: a network namespace "
@@ -170,8 +128,6 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=False,
     )
     parser.addini("cassette", "Start the cassette proxy for every session of this suite.", type="bool", default=False)
-    parser.addini("cassette_dir", "Cassette folder, relative to the rootdir.", default=DEFAULT_DIR)
-    parser.addini("cassette_hosts", "Hosts under cassette control (globs); empty: the known LLM API hosts.", "linelist")
     parser.addini(
         "cassette_reverse",
         "Reverse routes as NAME=URL lines (openai=https://api.openai.com): each sets its base-URL variables "
@@ -180,7 +136,26 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
 
 
+def _option_values(config: pytest.Config) -> dict[str, Any]:
+    """Each `Settings` field the plugin sets from an option's ini setting, its flag's values added (a list), or its
+    flag alone; a flag not given and no setting leaves the field's default."""
+    values: dict[str, Any] = {}
+    for option in option_table.OPTIONS:
+        if option.setting is None or not option_table.plugin_sets(option):
+            continue
+        given = config.getoption(option.pytest_flag.dest) if option.pytest_flag else None
+        if option.ini is None:
+            if given is not None:
+                values[option.setting] = given
+        elif option.is_list:
+            values[option.setting] = [*config.getini(option.name), *(given or [])]
+        else:
+            values[option.setting] = config.getini(option.name) if given is None else given
+    return values
+
+
 def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
+    values = _option_values(config)
     folder = config.getoption("cassette_dir") or os.environ.get(DIR_VAR) or config.getini("cassette_dir")
     record_mode = config.getoption("record_mode", None) if _declares_record_mode(config) else None
     mode = launcher.resolve_mode(
@@ -189,25 +164,21 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
     )
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
     return launcher.Settings(
-        mitmdump=mitmdump,
-        mode=mode,
-        cassette_dir=config.rootpath / Path(folder).expanduser(),
-        hosts=config.getini("cassette_hosts"),
-        reverse=reverse,
-        # The run's scope is the proxy's too: a server shared by xdist workers sends this proxy calls of tests
-        # announced to another worker's proxy (named by their carrier), which follow the run's rules.
-        extra_args=[*launcher.extra_args_from(os.environ), *_scope_args(config)],
-        ignore=[*config.getini("cassette_ignore"), *config.getoption("cassette_ignore")],
-        key_headers=[*config.getini("cassette_key_headers"), *config.getoption("cassette_key_header")],
-        ignore_values=[*config.getini("cassette_ignore_values"), *config.getoption("cassette_ignore_value")],
-        frameworks=config.getini("cassette_frameworks"),
-        started_by="pytest",
-        telemetry=config.getini("cassette_telemetry"),
-        telemetry_sinks=config.getini("cassette_telemetry_sinks"),
-        # As `cassette run` chooses: in replay the proxy's CA alone, unless the environment trusts CAs of its own or
-        # sends hosts around the proxy. The system's ~145 CAs cost every new SDK client tens of ms (once per proxy
-        # variable); the plugin missed this default and paid it on every test.
-        proxy_ca_only=launcher.proxy_ca_only_by_default(mode, os.environ),
+        **{
+            **values,
+            "mitmdump": mitmdump,
+            "mode": mode,
+            "cassette_dir": config.rootpath / Path(folder).expanduser(),
+            "reverse": reverse,
+            # The run's scope is the proxy's too: a server shared by xdist workers sends this proxy calls of tests
+            # announced to another worker's proxy (named by their carrier), which follow the run's rules.
+            "extra_args": [*launcher.extra_args_from(os.environ), *_scope_args(config)],
+            "started_by": "pytest",
+            # As `cassette run` chooses: in replay the proxy's CA alone, unless the environment trusts CAs of its own
+            # or sends hosts around the proxy. The system's ~145 CAs cost every new SDK client tens of ms (once per
+            # proxy variable); the plugin missed this default and paid it on every test.
+            "proxy_ca_only": launcher.proxy_ca_only_by_default(mode, os.environ),
+        }
     )
 
 
@@ -503,8 +474,8 @@ def _say_outer(config: pytest.Config, outer: OuterProxy) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if terminal is not None:
         terminal.write_line(
-            f"cassette: using the proxy of the enclosing `cassette run` ({outer.url}, {outer.settings.mode}, "
-            f"{outer.settings.dir}) instead of starting another; `cassette run` prints the summary"
+            f"cassette: using the proxy of the enclosing `cassette run` ({outer.url}, {outer.settings['mode']}, "
+            f"{outer.settings['dir']}) instead of starting another; `cassette run` prints the summary"
         )
 
 

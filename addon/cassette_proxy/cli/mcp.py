@@ -285,14 +285,14 @@ def mcp(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise LauncherError(str(e)) from None
     enclosing = run.settings if run is not None else None
-    mode = args.mode or (enclosing.mode if enclosing else default_mode())
-    root = args.dir or (Path(enclosing.dir) if enclosing else default_dir())
+    mode = args.mode or (enclosing["mode"] if enclosing else default_mode())
+    root = args.dir or (Path(enclosing["dir"]) if enclosing else default_dir())
     try:
         recipe = make_recipe(
-            [*(enclosing.ignore if enclosing else ()), *args.ignore],
+            [*(enclosing["ignore"] if enclosing else ()), *args.ignore],
             DEFAULT_KEY_HEADERS,
-            enclosing.ignore_values if enclosing else (),
-            *([enclosing.frameworks] if enclosing else []),
+            enclosing["ignore_values"] if enclosing else (),
+            *([enclosing["frameworks"]] if enclosing else []),
         )
         rules = redact.parse_rules(args.redact)
     except ValueError as e:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ..core.defaults import DEFAULT_KEY_HEADERS, MITMDUMP_ARGS_VAR, MITMDUMP_VAR, MODES, default_dir
-from ..core.frameworks import PRESETS
+from ..core import option_table
+from ..core.defaults import MITMDUMP_ARGS_VAR, MITMDUMP_VAR, default_dir
 from ..core.hints import STARTERS
 from ..launch.launcher import (
     LauncherError,
@@ -20,33 +22,21 @@ from ..launch.launcher import (
     resolve_mode,
 )
 
+KEY_SETTINGS = ("cassette_ignore", "cassette_key_headers", "cassette_ignore_values", "cassette_frameworks")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The proxy's command-line options, shared by `cassette run` and `cassette serve`."""
-    parser.add_argument("--mode", choices=MODES, help="Cassette mode; defaults to $CASSETTE_MODE, else replay.")
+    add_option_flags(parser, "cassette_mode")
     add_folder_and_hosts(parser)
     parser.add_argument(
         "--reverse", action="append", default=[], metavar="NAME=URL[@PORT]",
         help="Also listen in reverse mode for URL (on PORT if given, else a free port) and set NAME_BASE_URL "
         "(OPENAI_BASE_URL, ANTHROPIC_BASE_URL): clients then need no proxy variables and no CA. Repeatable.",
     )  # fmt: skip
-    parser.add_argument("--report", help="Also keep the JSON run report at this path.")
+    add_option_flags(parser, "cassette_report")
     add_key_settings(parser)
-    parser.add_argument(
-        "--allow-host", action="append", default=[], metavar="GLOB",
-        help="Host outside the cassette hosts that a replay run may still reach (cassette_allow_hosts), e.g. an "
-        "image CDN; every other non-loopback host answers 403 cassette_offline in replay. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--telemetry-sink", action="append", default=[], metavar="HOST/PATH",
-        help="Another telemetry sink (cassette_telemetry_sinks), e.g. otel-collector.example.com/v1/traces: answered "
-        "offline in replay like openai-agents' traces, LangSmith, Langfuse and Logfire, never recorded. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--no-telemetry", dest="telemetry", action="store_false",
-        help="Treat the known telemetry sinks as any other request (cassette_telemetry=false): recorded when in "
-        "scope, refused offline in replay when not.",
-    )  # fmt: skip
+    add_option_flags(parser, "cassette_allow_hosts", "cassette_telemetry_sinks", "cassette_telemetry")
     parser.add_argument(
         "--only-reverse", action="store_true",
         help="With --reverse: give the command only the NAME_BASE_URL variables, no proxy or CA variables. Every new "
@@ -70,36 +60,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_mitmdump(parser)
 
 
+def add_option_flags(parser: argparse.ArgumentParser, *names: str) -> None:
+    """The `cassette run` flags of these options, as the table (core/option_table.py) declares them."""
+    for name in names:
+        option = option_table.BY_NAME[name]
+        assert option.flag is not None, f"{name} has no flag"
+        parser.add_argument(option.flag.spelling, **option_table.flag_keywords(option, option.flag))
+
+
 def add_folder_and_hosts(parser: argparse.ArgumentParser) -> None:
     """--dir and --hosts: also `cassette drift`'s, which re-sends what a run recorded."""
-    parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
-    parser.add_argument(
-        "--hosts", nargs="+", action="extend", default=[], metavar="GLOB",
-        help="Hosts under cassette control (globs, `*` for all); defaults to the known LLM API hosts.",
-    )  # fmt: skip
+    add_option_flags(parser, "cassette_dir", "cassette_hosts")
 
 
 def add_key_settings(parser: argparse.ArgumentParser) -> None:
     """The key settings (--ignore, --key-header, --ignore-value, --frameworks): also `cassette drift`'s."""
-    parser.add_argument(
-        "--ignore", action="append", default=[], metavar="PATH",
-        help="JSON body field left out of the key (cassette_ignore): messages.*.id, messages.0.name. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--key-header", action="append", default=[], metavar="NAME",
-        help=f"Request header that is part of the key, on top of {', '.join(DEFAULT_KEY_HEADERS)}. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--ignore-value", action="append", default=[], metavar="REGEX",
-        help="Volatile value pattern (cassette_ignore_values), or a preset such as pydantic-ai: matches in string "
-        "values are keyed as numbered placeholders. Repeatable.",
-    )  # fmt: skip
-    parser.add_argument(
-        "--frameworks", nargs="*", metavar="NAME", choices=sorted(PRESETS),
-        help="Framework presets to key with (cassette_frameworks), replacing the default of all: "
-        f"{', '.join(sorted(PRESETS))}. The values these frameworks make up on every run are keyed as placeholders; "
-        "--frameworks with no name turns them all off.",
-    )  # fmt: skip
+    add_option_flags(parser, *KEY_SETTINGS)
 
 
 def add_mitmdump(parser: argparse.ArgumentParser) -> None:
@@ -127,28 +103,29 @@ def checked_folder(folder: Path, mode: str) -> Path:
 
 
 def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """The launcher's settings: every option flag of the table read into its `Settings` field (a flag a subcommand
+    does not take, such as `cassette drift`'s missing --no-telemetry, leaves the field's default), then what the
+    launcher decides itself."""
     mode = resolve_mode(args.mode, environ)
     reverse = [parse_reverse(spec) for spec in args.reverse]
     only_reverse = getattr(args, "only_reverse", False)
     if only_reverse and not reverse:
         raise LauncherError("--only-reverse needs at least one --reverse NAME=URL route for the clients to use")
-    cassette_dir = checked_folder(Path(args.dir) if args.dir else default_dir(environ), mode)
-    return Settings(
+    cassette_dir = checked_folder(Path(args.dir) if args.dir else default_dir(environ), mode)  # before mitmdump
+    defaults = {field.name: field.default for field in dataclasses.fields(Settings)}
+    values: dict[str, Any] = {
+        option.setting: getattr(args, option.flag.dest, defaults[option.setting])
+        for option in option_table.with_flag()
+        if option.setting is not None and option.flag is not None
+    }
+    values.update(
         mitmdump=find_mitmdump(args.mitmdump, environ),
         mode=mode,
         cassette_dir=cassette_dir,
-        hosts=args.hosts,
         reverse=reverse,
         port=getattr(args, "port", 0),
         report=Path(args.report) if args.report else None,
         extra_args=[*extra_args_from(environ), *args.mitmdump_arg],
-        ignore=args.ignore,
-        key_headers=args.key_header,
-        ignore_values=args.ignore_value,
-        frameworks=args.frameworks,
-        allow_hosts=args.allow_host,
-        telemetry=getattr(args, "telemetry", True),  # `cassette drift` takes neither: its proxy is its own
-        telemetry_sinks=getattr(args, "telemetry_sink", []),
         only_reverse=only_reverse,
         # How the user started it, for the proxy's hints: `cassette run` or `cassette serve` (drift never misses).
         started_by=subcommand if (subcommand := getattr(args, "subcommand", "run")) in STARTERS else "run",
@@ -156,3 +133,4 @@ def settings_from_arguments(args: argparse.Namespace, environ: Mapping[str, str]
         if getattr(args, "proxy_ca_only", None) is None
         else args.proxy_ca_only,
     )
+    return Settings(**values)

@@ -18,12 +18,18 @@ REPEATS = ("reuse", "sequence")
 DEFAULT_REPEATS = "reuse"
 
 DEFAULT_DIR = "cassettes"
+DEFAULT_PRELOAD = 4096
+"""Cassettes read before their first request (`cassette_preload`): about 2 KB of memory each for a typical one."""
 
 MODE_VAR = "CASSETTE_MODE"
 DIR_VAR = "CASSETTE_DIR"
 REPLAY_TIMING_VAR = "CASSETTE_REPLAY_TIMING"
 MITMDUMP_VAR = "CASSETTE_MITMDUMP"
 MITMDUMP_ARGS_VAR = "CASSETTE_MITMDUMP_ARGS"
+CONTROL_TOKEN_VAR = "CASSETTE_CONTROL_TOKEN"
+"""The control channel's secret, set by the launcher in mitmdump's environment (never on its command line)."""
+CONTROL_HOST = "cassette.control"
+"""The host a test runner announces its tests to, through the proxy (proxy/control_channel.py)."""
 
 DEFAULT_KEY_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta")
 """Request headers that change what the API does, so they are part of the key."""

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..core import option_table
 from ..core.defaults import (
     DEFAULT_DIR,
     DEFAULT_HOSTS,
-    DEFAULT_KEY_HEADERS,
     DEFAULT_MODE,
     MITMDUMP_ARGS_VAR,
     MITMDUMP_VAR,
@@ -411,25 +411,9 @@ def command(settings: Settings, private: Path, port: int, reverse_ports: Sequenc
 
 
 def key_options(settings: Settings) -> list[str]:
-    """`--set` arguments for the key and offline settings given; none given leaves the addon's defaults (and any extra args)."""
-    args = []
-    for path in settings.ignore:
-        args += ["--set", f"cassette_ignore={path}"]
-    if settings.key_headers:
-        for name in dict.fromkeys([*DEFAULT_KEY_HEADERS, *(h.strip().lower() for h in settings.key_headers)]):
-            args += ["--set", f"cassette_key_headers={name}"]
-    for pattern in settings.ignore_values:
-        args += ["--set", f"cassette_ignore_values={pattern}"]
-    if settings.frameworks is not None:
-        for name in settings.frameworks or [""]:  # `cassette_frameworks=` (empty) says none
-            args += ["--set", f"cassette_frameworks={name}"]
-    for host in settings.allow_hosts:
-        args += ["--set", f"cassette_allow_hosts={host}"]
-    if not settings.telemetry:
-        args += ["--set", "cassette_telemetry=false"]
-    for sink in settings.telemetry_sinks:
-        args += ["--set", f"cassette_telemetry_sinks={sink}"]
-    return args
+    """`--set` arguments for the settings the option table spells (core/option_table.py: the key and offline
+    settings); none given leaves the addon's defaults (and any extra args)."""
+    return option_table.set_arguments(settings)
 
 
 def start(settings: Settings, environ: Mapping[str, str] | None = None, wait: bool = True) -> RunningProxy:

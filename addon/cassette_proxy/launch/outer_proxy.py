@@ -15,94 +15,51 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from typing import Any
 
-from ..core.defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
-from ..core.frameworks import DEFAULT_FRAMEWORKS
+from ..core import option_table
 from .control_client import CONTROL_TOKEN_VAR, ControlClient
 from .launcher import RunningProxy, Settings
 
 OUTER_PROXY_VAR = "CASSETTE_RUN_PROXY"
 
 
-@dataclass(frozen=True)
-class Described:
-    """What the plugin compares: the settings that decide which cassette answers a request."""
+Described = dict[str, Any]
+"""What the plugin compares: the settings that decide which cassette answers a request, in normal form. Every option
+of the table (core/option_table.py) that is part of the fingerprint and that the plugin sets, by its short name
+(mode, dir, ignore, …), and `routes`: reverse route name → upstream origin and base path."""
 
-    mode: str
-    dir: str
-    ignore: list[str]
-    key_headers: list[str]
-    ignore_values: list[str]
-    frameworks: list[str]
-    hosts: list[str]
-    telemetry: bool
-    telemetry_sinks: list[str]
-    routes: dict[str, str]
-    """Reverse route name → upstream origin and base path."""
+COMPARED = tuple(option for option in option_table.in_fingerprint() if option_table.plugin_sets(option))
 
-
-FLAGS = {
-    "mode": "--mode",
-    "dir": "--dir",
-    "ignore": "--ignore",
-    "key_headers": "--key-header",
-    "ignore_values": "--ignore-value",
-    "frameworks": "--frameworks",
-    "hosts": "--hosts",
-    "telemetry": "--no-telemetry",
-    "telemetry_sinks": "--telemetry-sink",
-    "routes": "--reverse",
-}
+FLAGS = {option.short: option.flag.spelling for option in COMPARED if option.flag} | {"routes": "--reverse"}
 """The `cassette run` flag behind each setting, for the message that asks for it."""
 
 
 def described(settings: Settings) -> Described:
-    return Described(
-        mode=settings.mode,
-        dir=str(Path(settings.cassette_dir).resolve()),
-        ignore=sorted(p.strip() for p in settings.ignore if p.strip()),
-        key_headers=sorted({h.strip().lower() for h in [*DEFAULT_KEY_HEADERS, *settings.key_headers] if h.strip()}),
-        ignore_values=sorted(settings.ignore_values),
-        frameworks=sorted(DEFAULT_FRAMEWORKS if settings.frameworks is None else settings.frameworks),
-        hosts=sorted(settings.hosts or DEFAULT_HOSTS),  # reverse targets join the scope with their routes
-        telemetry=settings.telemetry,
-        telemetry_sinks=sorted(settings.telemetry_sinks),
-        routes={r.name: r.origin + r.base_path for r in settings.reverse},
-    )
+    return {
+        **option_table.fingerprint_of(settings, COMPARED),
+        "routes": {r.name: r.origin + r.base_path for r in settings.reverse},
+    }
 
 
 def run_flags(settings: Settings) -> list[str]:
     """The `cassette run` flags that start a proxy `described` as `settings` is (mode, folder, hosts, routes, key
-    and telemetry settings): for a plugin that runs its suite inside `cassette run --isolate`."""
-    flags = ["--mode", settings.mode, "--dir", str(Path(settings.cassette_dir).resolve())]
-    for host in settings.hosts:
-        flags += ["--hosts", host]
+    and telemetry settings, allowed hosts): for a plugin that runs its suite inside `cassette run --isolate`."""
+    flags = []
+    for option in option_table.in_fingerprint():
+        if option.flag is not None and option.setting is not None:
+            flags += option_table.flag_arguments(option, getattr(settings, option.setting))
     for route in settings.reverse:
         flags += [
             "--reverse",
             f"{route.name}={route.origin}{route.base_path}" + (f"@{route.port}" if route.port else ""),
         ]
-    for name, values in (("--ignore", settings.ignore), ("--key-header", settings.key_headers)):
-        for value in values:
-            flags += [name, value]
-    for value in settings.ignore_values:
-        flags += ["--ignore-value", value]
-    if settings.frameworks is not None:
-        flags += ["--frameworks", *settings.frameworks]
-    if not settings.telemetry:
-        flags.append("--no-telemetry")
-    for sink in settings.telemetry_sinks:
-        flags += ["--telemetry-sink", sink]
-    for host in settings.allow_hosts:
-        flags += ["--allow-host", host]
     return flags
 
 
 def describe(proxy: RunningProxy) -> str:
     """The value of CASSETTE_RUN_PROXY for the command `cassette run` starts."""
-    return json.dumps({"url": proxy.url, "base_urls": proxy.base_urls, "settings": asdict(described(proxy.settings))})
+    return json.dumps({"url": proxy.url, "base_urls": proxy.base_urls, "settings": described(proxy.settings)})
 
 
 class OuterProxy:
@@ -140,7 +97,7 @@ class OuterProxy:
 
         Routes: the suite's must all be there (the outer proxy may have more).
         """
-        mine, theirs = asdict(described(suite)), asdict(self.settings)
+        mine, theirs = described(suite), self.settings
         out = []
         for name, flag in FLAGS.items():
             wanted, given = mine[name], theirs[name]
@@ -162,9 +119,10 @@ def outer_proxy(environ: Mapping[str, str] | None = None) -> OuterProxy | None:
         return None
     try:
         data = json.loads(environ[OUTER_PROXY_VAR])
-        return OuterProxy(
-            data["url"], dict(data["base_urls"]), Described(**data["settings"]), environ[CONTROL_TOKEN_VAR]
-        )
+        settings = dict(data["settings"])
+        if settings.keys() != FLAGS.keys():
+            raise TypeError(f"settings {sorted(settings)}, not {sorted(FLAGS)}")
+        return OuterProxy(data["url"], dict(data["base_urls"]), settings, environ[CONTROL_TOKEN_VAR])
     except (ValueError, KeyError, TypeError) as e:
         raise ValueError(
             f"${OUTER_PROXY_VAR} does not describe a proxy this plugin can use ({type(e).__name__}: {e}): the "

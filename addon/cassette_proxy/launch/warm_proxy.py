@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..core import option_table
 from ..core.atomic_write import write_atomic
 from ..core.frameworks import DEFAULT_FRAMEWORKS
 from ..core.report import Report, ReportError
@@ -54,13 +55,16 @@ PER_RUN_VARIABLES = frozenset(
 """`CASSETTE_*` variables that do not reach the proxy's options: already in the settings (mode, folder, mitmdump and
 its arguments), or set per run by the launcher. Every other one (CASSETTE_REPLAY_TIMING, a user addon's) counts."""
 MORE_FLAGS = {
-    "allow_hosts": "--allow-host",
     "fixed_ports": "--reverse NAME=URL@PORT",
     "arguments": "the order of --ignore, --key-header, --ignore-value, --hosts or --mitmdump-arg",
     "extra_args": "--mitmdump-arg / $CASSETTE_MITMDUMP_ARGS",
     "mitmdump": "--mitmdump / $CASSETTE_MITMDUMP",
     "environment": "CASSETTE_* / MITMPROXY* variables",
 }
+
+
+OPTION_FLAGS = {option.short: option.flag.spelling for option in option_table.in_fingerprint() if option.flag}
+"""The `cassette run` flag of each option in the fingerprint (core/option_table.py)."""
 
 
 def code_stamp() -> str:
@@ -87,8 +91,8 @@ def fingerprint(settings: Settings, environ: Mapping[str, str]) -> dict:
     normal = dataclasses.replace(settings, frameworks=frameworks, extra_args=[])
     hosts = normal.controlled_hosts() if settings.hosts or settings.reverse else []
     return {
-        **asdict(described(settings)),
-        "allow_hosts": sorted(settings.allow_hosts),
+        **option_table.fingerprint_of(settings, option_table.in_fingerprint()),
+        "routes": described(settings)["routes"],
         "fixed_ports": {r.name: r.port for r in settings.reverse if r.port},
         "arguments": [*hosts, *key_options(normal)],
         "extra_args": list(settings.extra_args),
@@ -123,7 +127,7 @@ def differences(wanted: dict, warm: dict) -> list[str]:
         elif name == "arguments" and any(wanted.get(n) != warm.get(n) for n in FLAGS):
             continue  # already named by its setting
         else:
-            flag = FLAGS.get(name) or MORE_FLAGS.get(name, name)
+            flag = FLAGS.get(name) or OPTION_FLAGS.get(name) or MORE_FLAGS.get(name, name)
             out.append(f"{name}: {mine!r} in this run, {theirs!r} in the warm proxy ({flag})")
     return sorted(out)
 

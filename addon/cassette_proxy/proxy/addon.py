@@ -29,6 +29,7 @@ from ..core import redact
 from ..core.atomic_write import remove_stale_temp_files
 from ..core.browser_background import background_of
 from ..core.cassette_file import CassetteError
+from ..core.defaults import CONTROL_HOST
 from ..core.hosts import is_loopback
 from ..core.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
 from ..core.location import MAX_NAME, relative_name, short_name
@@ -42,7 +43,7 @@ from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import BIG_REQUEST_BYTES, key_in_worker
 from ..core.stream_events import stream_kind
 from . import answers, options
-from .control_channel import CONTROL_HOST, CurrentTest, RequestRules
+from .control_channel import CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
 from .options import RunOptions

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from mitmproxy import http
 
 from ..core.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
-from ..core.defaults import MODES, REPEATS
+from ..core.defaults import CONTROL_TOKEN_VAR, MODES, REPEATS
 from ..core.key import KeyCache, parse_ignore_paths
 from ..core.per_test import SCOPES
 from ..core.printable import logger
@@ -46,9 +46,8 @@ from .errors import error_response, json_response
 
 log = logger(__name__)
 
-CONTROL_HOST = "cassette.control"
 TOKEN_HEADER = "x-cassette-control-token"
-TOKEN_VAR = "CASSETTE_CONTROL_TOKEN"
+TOKEN_VAR = CONTROL_TOKEN_VAR
 
 TEST_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What a test may set for its own requests; anything else is ignored with a log line."""

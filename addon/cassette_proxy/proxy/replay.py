@@ -22,6 +22,7 @@ from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
 from ..core.cassette_file import load
+from ..core.defaults import DEFAULT_PRELOAD
 from ..core.printable import logger
 from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
 from ..core.replay_worker import exact_of, replay_from
@@ -40,8 +41,6 @@ WORKERS = 2
 REPLAY_CACHE_SIZE = 512
 """Replays kept for the cassettes requests have read, beyond those preloaded."""
 
-DEFAULT_PRELOAD = 4096
-"""Cassettes read before their first request (`cassette_preload`): about 2 KB of memory each for a typical one."""
 
 WORKER_PYTHON = None if getattr(sys, "frozen", False) else sys.executable
 """A frozen mitmdump (the standalone binary) is no Python to run a worker with: it parses on the loop."""

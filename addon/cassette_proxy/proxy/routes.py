@@ -17,8 +17,10 @@ Pure apart from reading and rewriting the flow's attributes: no mitmproxy import
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from ..core.option_table import route_names as parse_route_names  # noqa: F401 (tests read it here)
 
 FORWARD = "forward"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -33,17 +35,6 @@ class ReverseListener:
     host: str
     upstream_port: int
     name: str
-
-
-def parse_route_names(entries: Sequence[str]) -> dict[int, str]:
-    """`cassette_routes` entries `NAME=PORT` (set by the launcher) → {port: name}; ValueError naming a bad one."""
-    names: dict[int, str] = {}
-    for entry in entries:
-        name, sep, port = entry.strip().partition("=")
-        if not sep or not name or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{entry!r} is not NAME=PORT (a reverse listener's name and its port, e.g. ollama=8081)")
-        names[int(port)] = name
-    return names
 
 
 def route_label(origin: str) -> str:

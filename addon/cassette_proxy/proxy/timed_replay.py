@@ -7,23 +7,8 @@ import http
 import re
 from dataclasses import dataclass
 
+from ..core.option_table import replay_timing as parse_replay_timing  # noqa: F401 (tests read it here)
 from .loopback_server import LoopbackServer
-
-
-def parse_replay_timing(value: str) -> float | None:
-    """`none` -> None (as fast as possible), `recorded` -> 1.0, a number -> that speed factor (2 = twice as fast)."""
-    value = value.strip().lower()
-    if value == "none":
-        return None
-    if value == "recorded":
-        return 1.0
-    try:
-        speed = float(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not none, recorded or a speed factor such as 2 or 0.5") from None
-    if not 0 < speed < float("inf"):
-        raise ValueError(f"{value!r}: a speed factor must be a positive number, such as 2 or 0.5")
-    return speed
 
 
 @dataclass
