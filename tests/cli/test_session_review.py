@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.cli.view import detail, summary_of
 from cassette_proxy.core.atomic_write import remove_stale_temp_files
 from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.session_file import Close, read_session
+from cassette_proxy.viewer.index import detail, summary_of
 from session_samples import client, realtime_frames, server, write_session
 
 AUDIO = "QUJD" * 2048  # 6 KB of base64: kept in the sidecar
