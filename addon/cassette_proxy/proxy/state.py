@@ -19,7 +19,8 @@ METADATA_KEY = "cassette"
 class FlowState:
     outcome: str | None = None
     """hit, miss, error, offline, control, forwarded, passthrough, token_exchange, telemetry, browser_background,
-    session: set once the request hook has decided."""
+    session (a WebSocket upgrade routed to the in-proxy server that plays a recorded session, sessions.py):
+    set once the request hook has decided."""
     target: RecordTarget | None = None
     """Where a forwarded request's response will be saved (record and update modes)."""
     recorder: StreamRecorder | None = None
@@ -28,8 +29,6 @@ class FlowState:
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
     mcp_session: str | None = None
     """A replayed MCP answer's session: the `Mcp-Session-Id` of the request it answers (addon.in_session)."""
-    session_replay: bool = False
-    """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
     rules: RequestRules | None = None
     """The rules of the request's own test (control_channel.py), for the hooks after `request`."""
 
