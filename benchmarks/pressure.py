@@ -30,7 +30,7 @@ import load
 import workload
 from cassette_proxy.core import key
 from cassette_proxy.core.cassette_file import body_fields, dumps, large_json_as_text, new_cassette
-from cassette_proxy.core.location import relative_path
+from cassette_proxy.core.location import relative_name
 
 HOST = "127.0.0.1"
 CONCURRENT = 3
@@ -55,7 +55,7 @@ def write_cassette(root: Path, port: int, request_body: bytes, response_body, as
     cassette = new_cassette(cassette_key, request, response, {"cassette_proxy": "benchmark"})
     if as_recorded:
         cassette = large_json_as_text(cassette)
-    path = root / relative_path("http", HOST, port, workload.CHAT_PATH, cassette_key)
+    path = root / relative_name("http", HOST, port, workload.CHAT_PATH, cassette_key)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(dumps(cassette))
     return path

@@ -51,7 +51,7 @@ import pytest
 
 from .core import option_table
 from .core.defaults import DIR_VAR
-from .core.per_test import DEFAULT_SCOPE, SCOPES, test_dir
+from .core.per_test import DEFAULT_SCOPE, SCOPES, folder_of_test
 from .core.report import Report, ReportError
 from .core.vcr_cassette import RecordedCassette
 from .launch import client_env, isolate, launcher, silent_run, warm_proxy
@@ -660,6 +660,6 @@ class VcrFixture:
         def unused() -> list[Path]:
             if scope != "test":
                 return []
-            return sorted(p for p in (root / test_dir(test)).rglob("*.json") if p.is_file())
+            return sorted(p for p in (root / folder_of_test(test)).rglob("*.json") if p.is_file())
 
         return RecordedCassette(fetch, unused, root, settings.mode)

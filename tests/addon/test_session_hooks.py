@@ -88,7 +88,7 @@ def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_let
     assert flow.response is None  # answered by the session server, not in the hook
     assert (flow.request.scheme, flow.request.host) == ("http", "127.0.0.1")
     assert flow.request.port == addon.sessions.server.port and flow.request.path.startswith(SessionServer.PREFIX)
-    assert state_of(flow).session_replay
+    assert state_of(flow).outcome == "session"
     assert addon.seal.exempt == {("127.0.0.1", addon.sessions.server.port)}
     for host, port, refused in [
         ("127.0.0.1", addon.sessions.server.port, False),
@@ -259,7 +259,7 @@ def test_in_record_mode_an_upgrade_with_recorded_sessions_is_forwarded_to_be_rec
     flow = upgrade()
     proxy.run("request", flow)
     state = state_of(flow)
-    assert flow.request.host == "api.openai.com" and not state.session_replay and state.target is not None
+    assert flow.request.host == "api.openai.com" and state.outcome != "session" and state.target is not None
 
 
 def test_a_replayed_upgrade_is_played_from_every_session_recorded_for_its_url(proxy):
@@ -535,4 +535,4 @@ def test_a_responses_websocket_connection_is_saved_turn_by_turn_and_a_known_turn
     addon = proxy.configure(cassette_mode="replay")
     replayed = upgrade(url)
     proxy.run("request", replayed)
-    assert state_of(replayed).session_replay and replayed.request.host == "127.0.0.1"  # played turn by turn
+    assert state_of(replayed).outcome == "session" and replayed.request.host == "127.0.0.1"  # played turn by turn

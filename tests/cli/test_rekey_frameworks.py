@@ -7,7 +7,7 @@ import uuid
 
 from cassette_proxy.cli import main
 from cassette_proxy.core.cassette_file import new_cassette
-from cassette_proxy.core.location import cassette_files, relative_path
+from cassette_proxy.core.location import cassette_files, relative_name
 from cassette_proxy.core.recipe import make_recipe, stored_key
 from samples import write
 
@@ -35,7 +35,7 @@ def only_cassette(folder) -> dict:
 
 def test_rekey_gives_a_cassette_from_before_the_presets_all_of_them(tmp_path, capsys):
     old = tool_example_cassette(str(uuid.uuid4()))
-    write(tmp_path, old, relative_path("https", "api.openai.com", 443, "/v1/chat/completions", old["key"]).as_posix())
+    write(tmp_path, old, relative_name("https", "api.openai.com", 443, "/v1/chat/completions", old["key"]))
 
     assert main(["rekey", "--dir", str(tmp_path)]) == 0
     assert "1 moved" in capsys.readouterr().out
@@ -70,7 +70,7 @@ def test_rekey_keeps_a_responses_websocket_turn_in_the_turns_key_space(tmp_path,
     cassette = new_cassette(key, request, {"status": 101, "headers": {}}, {"cassette_proxy": "0.1.0"}, recipe.to_json())
     cassette = {**cassette, "cassette_format": SESSION_FORMAT, "session": session_object(stored, None, ["event_id"])}
     cassette["turn"] = {"over": "websocket", "url": upgrade["url"], "number": 1}
-    relative = relative_path("https", "api.openai.com", 443, "/v1/responses", key).as_posix()
+    relative = relative_name("https", "api.openai.com", 443, "/v1/responses", key)
     write(tmp_path, cassette, relative)
 
     assert main(["rekey", "--dir", str(tmp_path)]) == 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from cassette_proxy.cli import main, view
+from cassette_proxy.cli import main
+from cassette_proxy.viewer.index import Index
 from samples import cassette_path, chat, write
 
 
@@ -136,7 +137,7 @@ def test_a_refusal_reads_the_same_in_show_view_and_diff(repo, capsys):
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.rstrip().endswith("content:\n  [refusal] I can't help with that.") and "(no text)" not in out
-    [entry] = [e for e in view.Index(repo).summaries() if e["last_user"] == "Say hi"]
+    [entry] = [e for e in Index(repo).summaries() if e["last_user"] == "Say hi"]
     assert entry["answer"] == "I can't help with that."
     write(repo, refused("Say hi", "I won't do that."))
     code, out = diff(capsys)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.cli.view import detail, summary_of
 from cassette_proxy.core.atomic_write import remove_stale_temp_files
 from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.session_file import Close, read_session
+from cassette_proxy.viewer.index import detail, summary_of
 from session_samples import client, realtime_frames, server, write_session
 
 AUDIO = "QUJD" * 2048  # 6 KB of base64: kept in the sidecar
@@ -227,10 +227,10 @@ def test_review_of_an_unreadable_session_says_why(tmp_path, capsys, target):
 
 
 def test_drift_skips_a_session_and_says_why_instead_of_re_sending_its_upgrade():
-    from cassette_proxy.cli.drift import plan
     from cassette_proxy.core.drift_report import Outcome, Result
     from cassette_proxy.core.hosts import HostScope
     from cassette_proxy.core.recipe import make_recipe
+    from cassette_proxy.launch.drift_plan import plan
     from session_samples import session_cassette
 
     cassette, _, relative = session_cassette(realtime_frames())

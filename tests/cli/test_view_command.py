@@ -12,10 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 from cassette_command import CASSETTE, cassette
-from cassette_proxy.cli import view
 from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps, load
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
+from cassette_proxy.viewer import index as viewer_index
+from cassette_proxy.viewer.index import Index, detail
+from cassette_proxy.viewer.reports import miss_view, report_view
 from harness import mitmdump_path
 from samples import cassette_path, chat, write
 
@@ -113,8 +115,8 @@ def test_the_index_rereads_only_files_that_changed(tmp_path, monkeypatch):
     write(tmp_path, chat("two", "b"))
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
-    index = view.Index(tmp_path)
+    monkeypatch.setattr(viewer_index, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
+    index = Index(tmp_path)
     assert [s["last_user"] for s in index.summaries()] == sorted(
         ["one", "two"], key=lambda t: cassette_path(chat(t, ""))
     )
@@ -143,8 +145,8 @@ def test_a_request_during_a_long_first_read_gets_what_is_ready_and_how_many_are_
         first_read.set()
         return real_load(path, root)
 
-    monkeypatch.setattr(view, "load", slow_load)
-    index = view.Index(tmp_path)
+    monkeypatch.setattr(viewer_index, "load", slow_load)
+    index = Index(tmp_path)
     index.refresh_in_background(wait=0)
     assert first_read.wait(30)
     ready, pending = index.snapshot()
@@ -159,23 +161,23 @@ def test_summaries_are_kept_between_runs_and_a_broken_cache_is_ignored(tmp_path,
     folder, cache = tmp_path / "cassettes", tmp_path / "cache" / "view.json"
     write(folder, chat("one", "a"))
     write(folder, chat("two", "b"))
-    first = view.Index(folder, cache).summaries()
+    first = Index(folder, cache).summaries()
     loads = []
     real_load = load
-    monkeypatch.setattr(view, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
-    assert view.Index(folder, cache).summaries() == first
+    monkeypatch.setattr(viewer_index, "load", lambda path, root: loads.append(path.name) or real_load(path, root))
+    assert Index(folder, cache).summaries() == first
     assert loads == []  # a new run read no cassette
     cache.write_text("{broken")
-    assert view.Index(folder, cache).summaries() == first
+    assert Index(folder, cache).summaries() == first
     assert len(loads) == 2
 
 
 def test_an_unreadable_cassette_is_listed_with_its_problem(tmp_path):
     write(tmp_path, chat("fine", "ok"))
     (tmp_path / "broken.json").write_text("{not json")
-    summaries = {s["id"]: s for s in view.Index(tmp_path).summaries()}
+    summaries = {s["id"]: s for s in Index(tmp_path).summaries()}
     assert "invalid JSON" in summaries["broken.json"]["error"]
-    assert "invalid JSON" in view.detail(tmp_path, "broken.json")["error"]
+    assert "invalid JSON" in detail(tmp_path, "broken.json")["error"]
 
 
 def test_the_export_is_one_file_with_no_network_reference_and_data_that_cannot_close_its_script(tmp_path):
@@ -263,14 +265,17 @@ def test_a_bad_port_is_refused_before_serving(tmp_path):
 def test_report_view_sums_reports_and_lists_unused_cassettes(tmp_path):
     a, b = Report(hits=2, cassettes_used={"x.json"}), Report(hits=1, cassettes_used={"y.json"})
     a.error(ErrorEntry(ErrorKind.STREAM_INCOMPLETE, "cut off", cassette="z.json"))
-    shown = view.report_view(tmp_path, [(Path("a"), a), (Path("b"), b)], ["x.json", "y.json", "w.json"])  # fmt: skip
+    shown = report_view(tmp_path, [(Path("a"), a), (Path("b"), b)], ["x.json", "y.json", "w.json"])  # fmt: skip
     assert (shown["counts"]["hits"], shown["counts"]["errors"], shown["unused"]) == (3, 1, ["w.json"])
     assert shown["errors"][0]["type"] == "stream_incomplete"
 
 
 def test_the_command_side_does_not_import_mitmproxy():
     python = Path(mitmdump_path()).with_name("python")  # the proxy's environment, where mitmproxy is installed
-    code = "import sys, cassette_proxy.cli, cassette_proxy.cli.view; assert 'mitmproxy' not in sys.modules, 'imported'"
+    code = (
+        "import sys, cassette_proxy.cli, cassette_proxy.cli.view, cassette_proxy.viewer.server, "
+        "cassette_proxy.viewer.export; assert 'mitmproxy' not in sys.modules, 'imported'"
+    )
     assert subprocess.run([str(python), "-c", code], capture_output=True, text=True).returncode == 0
 
 
@@ -279,7 +284,7 @@ def test_a_miss_is_diffed_against_its_closest_recording_and_a_path_out_of_the_fo
     body = {"model": "gpt-4o-mini", "temperature": 0, "messages": [{"role": "user", "content": "What about Spain?"}]}
     miss = {"key": "f" * 32, "method": "POST", "url": "u", "cassette": "c", "body": body,
             "closest": [{"cassette": near, "differences": ["worded"]}, {"cassette": "../../etc/passwd", "differences": ["kept"]}]}  # fmt: skip
-    shown, outside = view.miss_view(tmp_path, miss)["closest"]
+    shown, outside = miss_view(tmp_path, miss)["closest"]
     assert shown["rows"] == [
         ["messages[0].content", "What is the capital of France?", "What about Spain?"],
         ["temperature", None, "0"],

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cassette_command import cassette, redirect_args
-from cassette_proxy.core.per_test import test_dir
+from cassette_proxy.core.per_test import folder_of_test
 from harness import FAKE_OPENAI_KEY, ROOT
 
 NODE_SUITE = ROOT / "tests" / "node"
@@ -80,7 +80,7 @@ def test_parallel_workers_record_each_test_into_its_own_folder_and_replay_offlin
     assert all("had not ended" in notice for notice in report["test_notices"])
     files = prompts_by_file(tmp_path / "cassettes")
     assert len(files) == tests
-    assert {name: test_dir(test) for name, test in files.items()} == {name: name.split()[0] for name in files}
+    assert {name: folder_of_test(test) for name, test in files.items()} == {name: name.split()[0] for name in files}
     assert all("::" in test and test.startswith("parallel/") for test in files.values())  # the file is in it
     for cassette_file in (tmp_path / "cassettes").rglob("*.json"):
         assert "x-cassette-test" not in cassette_file.read_text()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from cassette_command import cassette, redirect_args
-from harness import FakeUpstream
+from harness import FakeUpstream, free_port
 
 LOCAL_CLIENT = """
 import json, os, sys, httpx
@@ -72,12 +72,6 @@ def test_local_server_through_reverse_records_once_and_replays_offline_across_ru
             listener = replayed.stdout.split("no_proxy ")[1].split(",")[-1].strip()
             assert listener.startswith("127.0.0.1:") and listener != f"127.0.0.1:{port}"
     assert cassette_files(folder) == files
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_fixed_listener_port_gives_a_stable_base_url(tmp_path):

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from cassette_command import CASSETTE, redirect_args
-from cassette_proxy.core.per_test import test_dir
+from cassette_proxy.core.per_test import folder_of_test
 from harness import FAKE_OPENAI_KEY
 from inner_pytest import only_plugins
 
@@ -155,9 +155,9 @@ def test_a_server_shared_by_xdist_workers_files_each_call_under_the_test_that_ca
         prompts.setdefault(folder, set()).add(prompt)
         assert "x-cassette-test" not in path.read_text()
     assert len(prompts) == 12  # the server's call and the test's own, in the test's folder
-    assert {folder: {test_dir(p.removesuffix(" (direct)")) for p in found} for folder, found in prompts.items()} == {
-        folder: {folder} for folder in prompts
-    }
+    assert {
+        folder: {folder_of_test(p.removesuffix(" (direct)")) for p in found} for folder, found in prompts.items()
+    } == {folder: {folder} for folder in prompts}
     assert all(len(found) == 2 for found in prompts.values())
 
     for attempt in ("replay-1", "replay-2"):

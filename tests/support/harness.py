@@ -1,6 +1,6 @@
 """Real processes for the integration tests: the fake upstream and `mitmdump` with the addon.
 
-The free port and the CA bundle come from the launcher's own code (what `cassette run` does); the client
+The CA bundle comes from the launcher's own code (what `cassette run` does); the client
 environment is set by hand on purpose: tests route even loopback through the proxy (NO_PROXY empty).
 
 Every server listens on 127.0.0.1 on a free port (port 0 + a ready file, never a
@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -23,7 +24,6 @@ from pathlib import Path
 
 import httpx
 from cassette_proxy.launch.client_env import write_ca_bundle
-from cassette_proxy.launch.launcher import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SUPPORT = Path(__file__).resolve().parent
@@ -34,6 +34,14 @@ SYSTEM_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 FAKE_OPENAI_KEY = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
 FAKE_ANTHROPIC_KEY = "sk-ant-fake-DO-NOT-STORE-0123456789abcdef"
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now, for the servers that cannot take port 0 (a fixed `--reverse` port, a
+    `--mode reverse:…@PORT` listener); another process may take it before it is used."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def mitmdump_path() -> str:

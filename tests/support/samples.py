@@ -8,7 +8,7 @@ from pathlib import Path
 from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps, new_cassette
 from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.location import relative_path
+from cassette_proxy.core.location import relative_name
 
 
 def chat(prompt: str, answer: str, *, model: str = "gpt-4o-mini", finish: str = "stop", recorded_at: str = "") -> dict:
@@ -35,7 +35,7 @@ def chat(prompt: str, answer: str, *, model: str = "gpt-4o-mini", finish: str = 
 
 
 def cassette_path(cassette: dict) -> str:
-    return relative_path("https", "api.openai.com", 443, "/v1/chat/completions", cassette["key"]).as_posix()
+    return relative_name("https", "api.openai.com", 443, "/v1/chat/completions", cassette["key"])
 
 
 def write(root: Path, cassette: dict, relative: str = "") -> Path:

@@ -13,7 +13,7 @@ class UpstreamRedirect:
 
     def request(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get("cassette")  # a timed stream or a session is routed to the proxy itself
-        routed_here = getattr(state, "timed_replay", False) or getattr(state, "session_replay", False)
+        routed_here = getattr(state, "timed_replay", False) or getattr(state, "outcome", None) == "session"
         if flow.response or flow.error or not ctx.options.fake_upstream or routed_here:
             return
         scheme, address = ctx.options.fake_upstream.split("://", 1)

@@ -195,7 +195,7 @@ def test_every_test_the_docs_cite_as_proof_exists():
     assert not wrong, "\n".join(wrong)
 
 
-LAYERS = {"core": "`core/`: pure, no mitmproxy", "proxy": "`proxy/`: inside mitmdump", "launch": "`launch/`: the user's environment", "cli": "`cli/`: one module per command"}  # fmt: skip
+LAYERS = {"core": "`core/`: pure, no mitmproxy", "proxy": "`proxy/`: inside mitmdump", "launch": "`launch/`: the user's environment", "viewer": "`viewer/`: what `cassette view` serves and exports", "cli": "`cli/`: one module per command"}  # fmt: skip
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))

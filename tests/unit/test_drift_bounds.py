@@ -1,5 +1,5 @@
 """`cassette drift` ends whatever the provider does: an answer is bounded in total time and size as well as in
-silence (launch/resend.py), a signal stops the scratch proxy and the report is still written (cli/drift.py).
+silence (launch/resend.py), a signal stops the scratch proxy and the report is still written (launch/drift_run.py).
 
 `send` talks to a local stand-in over plain HTTP in absolute form, as it talks to the proxy; the endless stream
 sends a chunk every 50 ms for at most 30 s, so an unbounded read would end with an answer (and fail the test)
@@ -18,8 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from cassette_proxy.cli import drift, main
+from cassette_proxy.cli import main
 from cassette_proxy.core.key import RequestFacts
+from cassette_proxy.launch import drift_run
 from cassette_proxy.launch.resend import AnswerLimit, Received, send
 from samples import chat, write
 
@@ -119,8 +120,8 @@ def test_a_signal_stops_the_proxy_and_the_report_lists_what_was_not_checked(tmp_
         raise ConnectionResetError("the proxy went away")
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    monkeypatch.setattr(drift.launcher, "start", lambda settings: proxy)
-    monkeypatch.setattr(drift, "send", hanging_send)
+    monkeypatch.setattr(drift_run.launcher, "start", lambda settings: proxy)
+    monkeypatch.setattr(drift_run, "send", hanging_send)
     report, markdown = tmp_path / "drift.json", tmp_path / "drift.md"
     previous = signal.getsignal(signum)
     code = main(["drift", "--dir", str(folder), "--mitmdump", shutil.which("true") or "true", "--concurrency", "1",
@@ -141,10 +142,10 @@ def test_a_proxy_that_does_not_start_still_leaves_a_report(tmp_path, monkeypatch
     write(folder, chat("first", "one"))
 
     def failing_start(settings):
-        raise drift.launcher.LauncherError("mitmdump exited at start: see its log")
+        raise drift_run.LauncherError("mitmdump exited at start: see its log")
 
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    monkeypatch.setattr(drift.launcher, "start", failing_start)
+    monkeypatch.setattr(drift_run.launcher, "start", failing_start)
     report = tmp_path / "drift.json"
     code = main(["drift", "--dir", str(folder), "--mitmdump", shutil.which("true") or "true", "--report", str(report)])
     assert code == 2 and "mitmdump exited at start" in capsys.readouterr().err

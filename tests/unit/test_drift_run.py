@@ -1,5 +1,5 @@
-"""`cassette drift` without a proxy: which cassettes can be re-sent and how, the retries after a 429, the request
-budget, the credentials, the report's order, exit status and Markdown. The sender is a stand-in that writes the
+"""`cassette drift` without a proxy: which cassettes can be re-sent and how (launch/drift_plan.py), the retries after
+a 429, the request budget (launch/drift_run.py), the credentials, the report's order, exit status and Markdown. The sender is a stand-in that writes the
 re-recording where the scratch proxy would; tests/integration/test_drift_command.py drives the real proxy."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import drift, main
-from cassette_proxy.cli.drift import Budget, Job, Policy, check, glob_for_tests, plan
 from cassette_proxy.core.atomic_write import write_atomic
 from cassette_proxy.core.cassette_file import dumps
 from cassette_proxy.core.credentials import CredentialError, credential_headers, parse_rule
@@ -20,6 +19,9 @@ from cassette_proxy.core.drift import Finding, Severity
 from cassette_proxy.core.drift_report import EXIT_DRIFT, EXIT_UNCHECKED, DriftReport, Outcome, Result, render_markdown
 from cassette_proxy.core.hosts import HostScope
 from cassette_proxy.core.recipe import make_recipe, stored_key
+from cassette_proxy.launch import drift_run
+from cassette_proxy.launch.drift_plan import Job, Selection, gather, glob_for_tests, plan, selected
+from cassette_proxy.launch.drift_run import Budget, Policy, check
 from cassette_proxy.launch.resend import Received, request_headers, retry_after
 from samples import cassette_path, chat, write
 
@@ -163,7 +165,7 @@ def test_the_request_budget_counts_retries_and_skips_the_rest(tmp_path):
 
 
 def test_no_re_recording_is_an_error_not_a_pass(tmp_path, monkeypatch):
-    monkeypatch.setattr("cassette_proxy.cli.drift.WHOLE_WRITE_WAIT", 0.05)
+    monkeypatch.setattr(drift_run, "WHOLE_WRITE_WAIT", 0.05)
     result = run_check(tmp_path, job_for(), Provider(tmp_path / "scratch", (200, {}, None)))
     assert result.outcome is Outcome.ERROR and "the proxy kept no re-recording" in result.message
 
@@ -323,14 +325,14 @@ PER_TEST = "tests/tests/test_app.py/TestChat.test_reply/api.openai.com/v1/chat/c
 def test_selection(argv, recorded_at, per_test, chosen):
     cassette = chat("hi", "hello", recorded_at=recorded_at)
     relative = PER_TEST.format(key=cassette["key"]) if per_test else cassette_path(cassette)
-    assert drift.selected(args(*argv), relative, cassette, datetime.now(UTC)) is chosen
+    assert selected(drift.selection(args(*argv)), relative, cassette, datetime.now(UTC)) is chosen
 
 
 def test_an_unreadable_cassette_is_listed_and_the_rest_is_read_oldest_first(tmp_path):
     write(tmp_path, chat("newer", "a", recorded_at="2025-06-01T00:00:00+00:00"))
     write(tmp_path, chat("older", "b", recorded_at="2024-06-01T00:00:00+00:00"))
     (tmp_path / "api.openai.com" / "broken.json").write_text("{not json")
-    chosen, unreadable = drift.gather(args(), tmp_path)
+    chosen, unreadable = gather(Selection(), tmp_path)
     assert [cassette["request"]["body"]["messages"][0]["content"] for _, _, cassette in chosen] == ["older", "newer"]
     [broken] = unreadable
     assert (broken.cassette, broken.outcome) == ("api.openai.com/broken.json", Outcome.ERROR)
@@ -340,7 +342,7 @@ def test_an_unreadable_cassette_is_listed_and_the_rest_is_read_oldest_first(tmp_
 def test_nothing_to_re_send_exits_3_without_starting_a_proxy(tmp_path, monkeypatch, capsys):
     write(tmp_path, chat("hi", "hello"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr(drift, "recheck", lambda *a: pytest.fail("no request can be sent: no proxy to start"))
+    monkeypatch.setattr(drift_run, "recheck", lambda *a: pytest.fail("no request can be sent: no proxy to start"))
     code = main(["drift", "--dir", str(tmp_path), "--mitmdump", shutil.which("true")])
     out = capsys.readouterr().out
     assert code == EXIT_UNCHECKED and "api.openai.com: no credentials: set OPENAI_API_KEY" in out

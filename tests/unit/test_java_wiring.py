@@ -13,9 +13,15 @@ from cassette_proxy.launch.java_truststore import (
     java_tool_options,
     non_proxy_hosts,
     pem_certificates,
-    write_truststore,
+    truststore,
 )
 from harness import make_certificate
+
+
+def write_truststore(destination: Path, pem_bundle: Path) -> Path:
+    """The PEM bundle's certificates as a PKCS12 trust store at `destination`, as launch/proxy_ca.py keeps one."""
+    destination.write_bytes(truststore(pem_certificates(pem_bundle.read_bytes())))
+    return destination
 
 
 def keytool_list(store: Path, password: str) -> subprocess.CompletedProcess:

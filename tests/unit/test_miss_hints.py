@@ -9,7 +9,7 @@ import uuid
 import pytest
 from cassette_proxy.core import hints
 from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.location import relative_path
+from cassette_proxy.core.location import relative_name
 from cassette_proxy.core.miss import closest, miss_body
 from cassette_proxy.core.random_values import common_shape
 from cassette_proxy.core.recipe import make_recipe, stored_identity, stored_key
@@ -77,7 +77,7 @@ def request(body: dict) -> dict:
 def recorded(tmp_path, body: dict) -> None:
     stored = request(body)
     key = stored_key(stored, make_recipe())
-    path = tmp_path / relative_path("https", "api.openai.com", 443, "/v1/chat/completions", key)
+    path = tmp_path / relative_name("https", "api.openai.com", 443, "/v1/chat/completions", key)
     path.parent.mkdir(parents=True, exist_ok=True)
     response = {"status": 200, "headers": {}, "body_format": "json", "body": {}}
     path.write_bytes(dumps(new_cassette(key, stored, response, {}, make_recipe().to_json())))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.core.per_test import NO_TEST, scoped_name, test_dir
+from cassette_proxy.core.per_test import NO_TEST, folder_of_test, scoped_name
 from cassette_proxy.core.report import Report
 
 SHARED = "api.openai.com/v1/chat/completions/" + "a" * 32 + ".json"
@@ -24,12 +24,12 @@ SHARED = "api.openai.com/v1/chat/completions/" + "a" * 32 + ".json"
     ],
 )
 def test_a_test_folder_is_readable_and_never_leaves_the_cassette_folder(test_id, folder):
-    assert test_dir(test_id) == folder
+    assert folder_of_test(test_id) == folder
     assert all(part not in ("", ".", "..") for part in folder.split("/"))
 
 
 def test_a_long_test_name_is_cut_and_kept_distinct():
-    one, two = test_dir("t.py::test_x[" + "a" * 300 + "]"), test_dir("t.py::test_x[" + "a" * 299 + "b]")
+    one, two = folder_of_test("t.py::test_x[" + "a" * 300 + "]"), folder_of_test("t.py::test_x[" + "a" * 299 + "b]")
     assert one != two
     assert all(len(part) <= 120 for part in one.split("/"))
 

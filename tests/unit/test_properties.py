@@ -22,7 +22,7 @@ from cassette_proxy.core.cassette_file import (
     stored_headers,
 )
 from cassette_proxy.core.key import RequestFacts, identity, key_of
-from cassette_proxy.core.location import relative_path
+from cassette_proxy.core.location import relative_name
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -56,7 +56,7 @@ def round_trip(tmp: Path, request_body: bytes, content_type: str, headers: list[
         **body_fields(request_body, content_type),
     }
     request = {"method": "POST", "url": ident["url"], "headers": {}, **body_fields(request_body, content_type)}
-    path = tmp / relative_path("https", "api.openai.com", 443, "/v1/chat/completions", key)
+    path = tmp / relative_name("https", "api.openai.com", 443, "/v1/chat/completions", key)
     write_atomic(path, dumps(new_cassette(key, request, response, {})))
     loaded = load(path)
     assert loaded["key"] == key
@@ -117,11 +117,12 @@ def test_key_of_any_request_is_32_hex_and_never_raises(body, content_type, heade
 
 @given(host=any_text, path=any_text, port=st.integers(1, 65535), scheme=st.sampled_from(["http", "https"]))
 def test_cassette_path_from_any_host_and_path_stays_inside_the_folder(host, path, port, scheme):
-    relative = relative_path(scheme, host, port, path, "0" * 32)
+    name = relative_name(scheme, host, port, path, "0" * 32)
+    relative = PurePosixPath(name)
+    assert str(relative) == name  # already in normal form: no empty or `.` segment for a path to collapse
     assert not relative.is_absolute()
     assert ".." not in relative.parts and "." not in relative.parts
     root = Path("/cassettes")
     assert (root / relative).resolve().is_relative_to(root)
     assert relative.name == f"{'0' * 32}.json"
     assert all("/" not in part and "\\" not in part and "\x00" not in part for part in relative.parts)
-    assert isinstance(relative, PurePosixPath)

@@ -10,12 +10,13 @@ import shutil
 from urllib.parse import quote, quote_plus
 
 import pytest
-from cassette_proxy.cli import drift, main
+from cassette_proxy.cli import main
 from cassette_proxy.core.credentials import CredentialError, credential_headers
 from cassette_proxy.core.printable import PrintableStream, logger
 from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from cassette_proxy.core.scrub import PLACEHOLDER, Scrubber, register
+from cassette_proxy.launch import drift_run
 from cassette_proxy.launch.resend import request_headers
 from samples import chat, write
 
@@ -143,8 +144,8 @@ def test_drift_keeps_a_newline_ended_key_out_of_stdout_the_report_and_the_markdo
         raise ValueError(" ".join(forms(raw).values()))  # every form an error message could quote the key in
 
     monkeypatch.setenv("OPENAI_API_KEY", raw)
-    monkeypatch.setattr(drift.launcher, "start", lambda settings: StandInProxy())
-    monkeypatch.setattr(drift, "send", failing_send)
+    monkeypatch.setattr(drift_run.launcher, "start", lambda settings: StandInProxy())
+    monkeypatch.setattr(drift_run, "send", failing_send)
     report, markdown = tmp_path / "drift.json", tmp_path / "drift.md"
     code = main(["drift", "--dir", str(folder), "--mitmdump", shutil.which("true") or "true", "--report", str(report),
                  "--markdown", str(markdown)])  # fmt: skip

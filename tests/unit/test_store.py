@@ -1,6 +1,7 @@
 """The cassette file: layout, format round trip, atomic writes, validation. Pure logic, no proxy."""
 
 import json
+from pathlib import PurePosixPath
 
 import pytest
 from cassette_proxy.core import atomic_write
@@ -14,7 +15,7 @@ from cassette_proxy.core.cassette_file import (
     load,
     stored_headers,
 )
-from cassette_proxy.core.location import relative_path
+from cassette_proxy.core.location import relative_name
 from cassette_proxy.core.replay_cache import ReplayCache
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,17 +26,17 @@ cassette = minimal
 
 
 def test_layout_groups_by_host_and_path():
-    assert str(relative_path("https", "API.OpenAI.com", 443, "/v1/chat/completions", KEY)) == (
+    assert relative_name("https", "API.OpenAI.com", 443, "/v1/chat/completions", KEY) == (
         f"api.openai.com/v1/chat/completions/{KEY}.json"
     )
-    assert str(relative_path("http", "localhost", 11434, "/api/chat", KEY)) == f"localhost_11434/api/chat/{KEY}.json"
+    assert relative_name("http", "localhost", 11434, "/api/chat", KEY) == f"localhost_11434/api/chat/{KEY}.json"
 
 
 @pytest.mark.parametrize(
     "path", ["/../../etc/passwd", "/v1/../../x", "/./.././", "/a/%2e%2e/b", "/v1beta/models/g:gen"]
 )
 def test_paths_built_from_request_data_stay_inside_the_folder(path, tmp_path):
-    relative = relative_path("https", "../evil", 443, path, KEY)
+    relative = PurePosixPath(relative_name("https", "../evil", 443, path, KEY))
     resolved = (tmp_path / relative).resolve()
     assert resolved.is_relative_to(tmp_path)
     assert ".." not in relative.parts
@@ -43,7 +44,7 @@ def test_paths_built_from_request_data_stay_inside_the_folder(path, tmp_path):
 
 def test_a_key_that_is_not_hex_is_refused():
     with pytest.raises(ValueError):
-        relative_path("https", "h", 443, "/", "../../x")
+        relative_name("https", "h", 443, "/", "../../x")
 
 
 @given(st.binary(max_size=200), st.sampled_from(["application/json", "text/plain", "application/octet-stream", ""]))

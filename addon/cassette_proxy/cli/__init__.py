@@ -1,10 +1,15 @@
-"""The `cassette` console command: a thin dispatcher over one module per subcommand.
+"""The `cassette` console command: a dispatcher over one module per subcommand.
 
 Each module in COMMANDS exposes `register(subparsers)`, which adds its
-parser(s) and sets `func` (args -> exit status) as a default. Only the module
-of the command typed is imported (all of them for `--help` or a typo): the
-review commands' imports cost `cassette run` about half a second before its
-proxy could start.
+parser(s) and sets `func` (args -> exit status) as a default. A module parses
+its command's flags and calls what does the work below the CLI: the proxy's
+start (launch/), drift's engine (launch/drift_plan.py, launch/drift_run.py),
+the MCP relay (launch/mcp_relay.py), the viewer (viewer/). The review
+commands that only read the folder (ls, show, diff, scan, stale, prune,
+rekey, import) keep that reading in their own module; none is over 300
+lines. Only the module of the command typed is imported (all of them for
+`--help` or a typo): the review commands' imports cost `cassette run` about
+half a second before its proxy could start.
 """
 
 from __future__ import annotations

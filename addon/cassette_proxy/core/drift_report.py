@@ -3,7 +3,7 @@
 Results are ordered worst first: drift by severity (status, shape, behaviour,
 text), then what could not be checked (errors, rate limits, the request
 budget), then the cassettes whose answer held. A rate limit is listed, never
-counted as drift. Pure: the command (cli/drift.py) fills it and writes it.
+counted as drift. Pure: a drift run (launch/drift_run.py) fills it and writes it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import functools
 import hashlib
 import os
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from .key import DEFAULT_PORTS, normal_host
 
@@ -66,14 +66,9 @@ def short_name(name: str) -> str:
     return f"{short_endpoint(endpoint)}/{file}"
 
 
-def relative_path(scheme: str, host: str, port: int, path: str, key: str) -> PurePosixPath:
-    """Where the cassette of a request lives, relative to the cassette folder."""
-    return PurePosixPath(relative_name(scheme, host, port, path, key))
-
-
 def relative_name(scheme: str, host: str, port: int, path: str, key: str) -> str:
-    """`relative_path` as a `/`-separated string: the hit path builds one for every request, and a
-    string join costs a fraction of a `pathlib` one."""
+    """Where the cassette of a request lives, relative to the cassette folder, `/`-separated: the hit path
+    builds one for every request, and a string join costs a fraction of a `pathlib` one."""
     if not _KEY.match(key):
         raise ValueError(f"not a cassette key: {key!r}")
     return f"{endpoint_dir(scheme, host, port, path)}/{key}.json"

@@ -1,12 +1,12 @@
 """MCP over stdio as cassettes: a server the client spawns, its newline-delimited JSON-RPC messages kept like requests.
 
-`cassette mcp -- SERVER_COMMAND…` (cli/mcp.py) sits between an MCP client and the server it spawns. Each
+`cassette mcp -- SERVER_COMMAND…` (cli/mcp.py, its relay launch/mcp_relay.py) sits between an MCP client and the server it spawns. Each
 JSON-RPC request the client writes is a request, keyed like an HTTP body (the same recipe: `cassette_ignore`,
 value patterns, framework presets) under the URL `stdio://<server name>/`; the server's lines up to its
 response (notifications, progress, then the response) are its answer, stored as NDJSON events with their
 timing, redacted by the same rules. Cassettes live under `<cassette_dir>/stdio/<server name>/<key>.json`.
 
-Pure: no mitmproxy, no processes; the command does the plumbing.
+Pure: no mitmproxy, no processes; the relay does the plumbing.
 """
 
 from __future__ import annotations

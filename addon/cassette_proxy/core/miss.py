@@ -22,7 +22,7 @@ from .diff import differences, shown
 from .endpoint_index import EndpointIndexes
 from .errors import error_body
 from .key import RECIPE_VERSION, preset_values
-from .per_test import test_dir
+from .per_test import folder_of_test
 from .random_values import only_random_changes
 from .recipe import Recipe, facts_of, recipe_of, stored_identity
 
@@ -325,7 +325,7 @@ def miss_body(
     if test is not None and scope == "test":
         # A renamed or moved test looks here first: say whose folder was searched.
         where = (
-            f" in the test scope of test {test} (its recordings live under {test_dir(test)}/; "
+            f" in the test scope of test {test} (its recordings live under {folder_of_test(test)}/; "
             "a renamed test loses them unless its folder is renamed too)"
         )
     elif test is not None:

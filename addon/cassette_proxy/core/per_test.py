@@ -41,7 +41,7 @@ def _segment(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def test_dir(test_id: str) -> str:
+def folder_of_test(test_id: str) -> str:
     """`tests/<module path>/<test name>`, `/`-separated, relative to the cassette folder.
 
     `tests/test_app.py::TestChat::test_reply[gpt-4o]` → `tests/tests/test_app.py/TestChat.test_reply_gpt-4o`.
@@ -54,11 +54,8 @@ def test_dir(test_id: str) -> str:
     return "/".join([TESTS_DIR, *module_parts, name])
 
 
-test_dir.__test__ = False  # type: ignore[attr-defined]  # a function named test_* is not a test to pytest
-
-
 def scoped_name(relative: str, test_id: str | None, scope: str) -> str:
     """A cassette's relative name under the given scope; outside any test every request is shared."""
     if scope == "test" and test_id is not None:
-        return f"{test_dir(test_id)}/{relative}"
+        return f"{folder_of_test(test_id)}/{relative}"
     return relative

@@ -142,12 +142,6 @@ def truststore(certificates: Sequence[bytes], password: str = PASSWORD, salt: by
     return _sequence(_integer(3), _content_info_data(authenticated_safe), mac_data)
 
 
-def write_truststore(destination: Path, pem_bundle: Path) -> Path:
-    """The PEM bundle's certificates as a PKCS12 trust store at `destination`."""
-    destination.write_bytes(truststore(pem_certificates(pem_bundle.read_bytes())))
-    return destination
-
-
 def non_proxy_hosts(no_proxy: str) -> str:
     """NO_PROXY as `http.nonProxyHosts`: `|`-separated, `*` globs at either end, a domain covering its subdomains.
 

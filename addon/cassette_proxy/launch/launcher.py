@@ -142,12 +142,6 @@ def find_mitmdump(explicit: str | None, environ: Mapping[str, str]) -> str:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Settings:
     """Everything a proxy start needs; built by the CLI or the pytest plugin."""

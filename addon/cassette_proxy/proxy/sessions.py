@@ -230,7 +230,6 @@ class Sessions:
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
         request.path = self.server.register(play)
         state.outcome = Outcome.SESSION
-        state.session_replay = True
         return Played.PLAYED
 
     async def _replay_turns(
@@ -281,7 +280,6 @@ class Sessions:
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
         request.path = self.server.register(play)
         state.outcome = Outcome.SESSION
-        state.session_replay = True
         return Played.PLAYED
 
     def _count_turns(

@@ -68,8 +68,6 @@ class FlowState:
     """Routed to the in-proxy server that plays a recorded stream with its timing."""
     mcp_session: str | None = None
     """A replayed MCP answer's session: the `Mcp-Session-Id` of the request it answers (addon.in_session)."""
-    session_replay: bool = False
-    """A WebSocket upgrade routed to the in-proxy server that plays a recorded session (sessions.py)."""
     rules: RequestRules | None = None
     """The rules of the request's own test (control_channel.py), for the hooks after `request`."""
 
