@@ -16,7 +16,7 @@ from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionChoice, SessionScript
 from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import HOLD_SECONDS, SessionPlay, SessionServer
-from cassette_proxy.proxy.state import state_of
+from cassette_proxy.proxy.state import Outcome, state_of
 from in_process import Addon
 from mitmproxy import connection, http, websocket
 from mitmproxy.addons.proxyserver import Proxyserver
@@ -88,7 +88,7 @@ def test_a_replayed_session_goes_to_the_loopback_server_which_alone_the_seal_let
     assert flow.response is None  # answered by the session server, not in the hook
     assert (flow.request.scheme, flow.request.host) == ("http", "127.0.0.1")
     assert flow.request.port == addon.sessions.server.port and flow.request.path.startswith(SessionServer.PREFIX)
-    assert state_of(flow).outcome == "session"
+    assert state_of(flow).outcome is Outcome.SESSION
     assert addon.seal.exempt == {("127.0.0.1", addon.sessions.server.port)}
     for host, port, refused in [
         ("127.0.0.1", addon.sessions.server.port, False),
@@ -433,9 +433,9 @@ def test_a_client_that_waits_for_an_answer_gets_the_first_sessions_then_its_own(
         await server_.start()
         played = play([])
         played.choice = two_conversations()
+        began = time.monotonic()  # before the handshake, which starts the hold: the wait measured is never shorter
         ws = await WsClient.connect(server_.port, server_.register(played))
         await ws.next()
-        began = time.monotonic()
         assert json.loads((await ws.next()).data)["event_id"] == "event_1"  # quiet: the first session's opening
         assert time.monotonic() - began >= HOLD_SECONDS * 0.9
         first, second, third = (json.loads(f.payload) for f in realtime_frames("Say goodbye") if f.from_client)
@@ -535,4 +535,4 @@ def test_a_responses_websocket_connection_is_saved_turn_by_turn_and_a_known_turn
     addon = proxy.configure(cassette_mode="replay")
     replayed = upgrade(url)
     proxy.run("request", replayed)
-    assert state_of(replayed).outcome == "session" and replayed.request.host == "127.0.0.1"  # played turn by turn
+    assert state_of(replayed).outcome is Outcome.SESSION and replayed.request.host == "127.0.0.1"  # played turn by turn
