@@ -5,6 +5,7 @@ one narrow exemption, what a recording saves and refuses to save, and the loopba
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 
@@ -536,3 +537,146 @@ def test_a_responses_websocket_connection_is_saved_turn_by_turn_and_a_known_turn
     replayed = upgrade(url)
     proxy.run("request", replayed)
     assert state_of(replayed).session_replay and replayed.request.host == "127.0.0.1"  # played turn by turn
+
+
+# -- record mode on a Responses WebSocket connection: recorded turns replayed, new ones live -----------------------
+
+RESPONSES_URL = "https://api.openai.com/v1/responses"
+LIVE_IDS = itertools.count(1)
+"""The fake upstream's response ids: new on every answer, as the provider's."""
+
+
+def create_message(*texts: str, previous: str | None = None) -> dict:
+    """openai-agents' `response.create`: its input the conversation so far (user texts, the echoed answers)."""
+    items = []
+    for i, text in enumerate(texts):
+        if i:
+            items.append({"role": "assistant", "content": f"Echo: {texts[i - 1]}"})
+        items.append({"role": "user", "content": text})
+    message = {"type": "response.create", "model": "gpt-4.1", "input": items, "stream": True}
+    return message | ({"previous_response_id": previous} if previous else {})
+
+
+class LiveConnection:
+    """A Responses WebSocket connection forwarded in record mode, driven as mitmproxy drives it: each message
+    appended to the flow and its websocket_message hook run; an injected message appended (and hooked) as
+    mitmproxy's `inject.websocket` does; a client message not dropped reaches a fake upstream that answers it."""
+
+    def __init__(self, proxy, mode: str = "record") -> None:
+        self.proxy = proxy
+        self.addon = proxy.configure(cassette_mode=mode)
+        self.addon.upstream.forward = lambda flow: None
+        self.flow = upgrade(RESPONSES_URL, authorization=BEARER)
+        proxy.run("request", self.flow)
+        self.flow.response = http.Response.make(101, b"", {"upgrade": "websocket"})
+        self.flow.response.timestamp_end = time.time()
+        self.flow.websocket = websocket.WebSocketData()
+        proxy.run("response", self.flow)
+        self.upstream: list[dict] = []
+        """The client messages the upstream got."""
+        self.client: list[dict] = []
+        """What the client got, in order."""
+        self.queued: list[tuple[bytes, bool]] = []
+        self.addon.sessions.inject = lambda flow, payload, is_text: self.queued.append((payload, is_text))
+        self.ids = (f"resp_live{n}" for n in LIVE_IDS)
+
+    def _arrive(self, from_client: bool, payload: bytes, injected: bool = False) -> websocket.WebSocketMessage:
+        message = websocket.WebSocketMessage(Opcode.TEXT, from_client, payload, injected=injected)
+        self.flow.websocket.messages.append(message)
+        self.proxy.run("websocket_message", self.flow)
+        return message
+
+    def send(self, create: dict) -> None:
+        message = self._arrive(True, json.dumps(create).encode())
+        while self.queued:  # mitmproxy handles what was injected once the hook returned, in order
+            payload, _ = self.queued.pop(0)
+            self.client.append(json.loads(self._arrive(False, payload, injected=True).content))
+        if message.dropped:
+            return
+        self.upstream.append(create)
+        response = {"id": next(self.ids), "object": "response", "status": "in_progress", "output": []}
+        text = "Echo: " + create["input"][-1]["content"]
+        for event in [
+            {"type": "response.created", "response": response},
+            {"type": "response.output_text.delta", "delta": text},
+            {"type": "response.completed", "response": {**response, "status": "completed"}},
+        ]:
+            self.client.append(json.loads(self._arrive(False, json.dumps(event).encode()).content))
+
+    def answers(self) -> list[str]:
+        return [e["delta"] for e in self.client if e["type"] == "response.output_text.delta"]
+
+    def last_id(self) -> str:
+        return next(e["response"]["id"] for e in reversed(self.client) if e["type"] == "response.completed")
+
+    def close(self):
+        self.flow.websocket.close_code, self.flow.websocket.closed_by_client = 1000, True
+        self.proxy.run("websocket_end", self.flow)
+        return self.addon.report
+
+
+def turn_files(root) -> dict[str, dict]:
+    """Each saved turn's cassette by the last user text of its request."""
+    return {load(p)["request"]["body"]["input"][-1]["content"]: load(p) for p in sorted(root.rglob("*.json"))}
+
+
+def test_record_mode_answers_a_recorded_turn_from_its_recording_and_sends_only_the_new_one_live(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    recorded = turn_files(proxy.root)["Hi"]
+    before = {p: p.read_bytes() for p in proxy.root.rglob("*.json")}
+
+    again = LiveConnection(proxy)
+    again.send(create_message("Hi"))
+    again.send(create_message("Hi", "More"))
+    report = again.close()
+    assert again.upstream == [create_message("Hi", "More")]  # the recorded turn never reached the upstream
+    assert again.answers() == ["Echo: Hi", "Echo: More"]
+    # The client got the recorded events of turn 1 (its recorded id), in order, then turn 2's live ones.
+    replayed = [f["json"] for f in recorded["session"]["frames"][1:]]
+    assert again.client[:3] == replayed and again.client[0]["response"]["id"] == first.last_id()
+    assert again.client[3]["response"]["id"] not in (first.last_id(), None)
+    saved = turn_files(proxy.root)
+    assert saved.keys() == {"Hi", "More"} and saved["More"]["turn"]["number"] == 2  # its number on its connection
+    assert [f["from"] for f in saved["More"]["session"]["frames"]] == ["client", "server", "server", "server"]
+    assert all(p.read_bytes() == data for p, data in before.items())  # the replayed turn's file untouched
+    assert (report.hits, report.recorded, len(report.misses), report.errors) == (1, 2, 0, [])
+
+
+def test_a_live_continuation_of_a_replayed_response_is_a_miss_never_sent(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    again = LiveConnection(proxy)
+    again.send(create_message("Hi"))
+    replayed_id = again.last_id()
+    again.send(create_message("More", previous=replayed_id))
+    again.send(create_message("Hi", "Again"))  # after the miss: neither sent nor answered from a recording
+    report = again.close()
+    assert again.upstream == []
+    error, later = (e for e in again.client if e["type"] == "error")
+    assert error["status"] == 409 and error["error"]["code"] == "cassette_miss"
+    assert f"continues response {replayed_id}" in error["error"]["message"]
+    assert "--set cassette_mode=update" in error["error"]["message"]
+    assert "missed at turn 2" in later["error"]["message"]
+    assert len(list(proxy.root.rglob("*.json"))) == 1
+    [miss] = report.misses
+    assert miss["method"] == "POST" and miss["session"]["message_number"] == 2
+    assert (report.hits, report.recorded, report.errors) == (1, 1, [])
+
+
+def test_update_mode_sends_every_turn_live_and_replaces_the_recorded_ones(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    again = LiveConnection(proxy, mode="update")
+    again.send(create_message("Hi"))
+    again.send(create_message("More", previous=again.last_id()))  # continues a live answer: sent
+    report = again.close()
+    assert len(again.upstream) == 2 and report.hits == 0
+    saved = turn_files(proxy.root)
+    assert saved["Hi"]["session"]["frames"][1]["json"]["response"]["id"] == again.client[0]["response"]["id"]
+    assert again.client[0]["response"]["id"] != first.last_id()  # update: answered live, its own new id saved
+    assert saved["More"]["request"]["body"]["previous_response_id"] == "cassette-turn:" + saved["Hi"]["key"]
+    assert (report.recorded, report.overwritten) == (2, 1)

@@ -441,6 +441,13 @@ class CassetteAddon:
             log.exception("cassette: error while handling a failed flow")
             self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, "see the proxy log", hook="error"))
 
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """Record mode on a Responses WebSocket connection: a recorded turn answered here, a new one sent live."""
+        try:
+            await self.sessions.message(flow)
+        except Exception as e:
+            self.sessions.failed(flow, e, hook="websocket_message")
+
     async def websocket_end(self, flow: http.HTTPFlow) -> None:
         try:
             await self.sessions.ended(flow)
