@@ -7,14 +7,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import time
 
 import pytest
 from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.key import public_url
-from cassette_proxy.core.recipe import facts_of
+from cassette_proxy.core.recipe import Recipe, facts_of
 from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionChoice, SessionScript
+from cassette_proxy.core.session_turns import TurnChoice
 from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import HOLD_SECONDS, SessionPlay, SessionServer
 from cassette_proxy.proxy.state import state_of
@@ -680,3 +682,39 @@ def test_update_mode_sends_every_turn_live_and_replaces_the_recorded_ones(proxy)
     assert again.client[0]["response"]["id"] != first.last_id()  # update: answered live, its own new id saved
     assert saved["More"]["request"]["body"]["previous_response_id"] == "cassette-turn:" + saved["Hi"]["key"]
     assert (report.recorded, report.overwritten) == (2, 1)
+
+
+def test_the_session_server_reads_a_turns_recording_off_the_event_loop_and_answers_turns_in_order():
+    """A Responses WebSocket turn's lookup reads its cassette file: in a worker thread, the loop never blocked,
+    and each turn's events still follow its own `response.create`."""
+    frames = responses_frames(["Hi", "More"], ["resp_a", "resp_b"], "agents-sdk:run:" + "c" * 32)
+    recordings = {json.loads(frames[i].payload)["input"][0]["content"]: frames[i : i + 4] for i in (0, 4)}
+    threads = []
+    in_order = iter(recordings)
+
+    def lookup(key: str):
+        threads.append(threading.current_thread())
+        text = next(in_order)
+        return f"api.openai.com/v1/responses/{text}.json", Session(tuple(recordings[text]), None, ())
+
+    upgrade_request = {"url": RESPONSES_URL, "headers": {}}
+
+    async def scenario():
+        server_ = SessionServer()
+        await server_.start()
+        given: dict[str, str] = {}
+        choice = TurnChoice(upgrade_request, Recipe(), lookup, lambda *a: ("", "missed", []), given)
+        played = play([])
+        played.choice = choice
+        ws = await WsClient.connect(server_.port, server_.register(played))
+        await ws.next()  # accepted
+        for text in recordings:
+            ws.send(TextMessage(recordings[text][0].payload.decode()))
+        got = [json.loads((await ws.next()).data) for _ in range(6)]
+        assert [g["type"] for g in got] == ["response.created", "response.output_text.delta", "response.completed"] * 2
+        assert [g["delta"] for g in got if "delta" in g] == ["Echo: Hi", "Echo: More"]
+        assert choice.played == ["api.openai.com/v1/responses/Hi.json", "api.openai.com/v1/responses/More.json"]
+        server_.stop()
+
+    run(scenario())
+    assert len(threads) == 2 and threading.main_thread() not in threads
