@@ -200,7 +200,7 @@ def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
     ("code", "by_client", "why"),
     [
         (1006, True, "cut off before its close frame (close code 1006: the client dropped the connection"),
-        (1006, False, "the upstream dropped the connection; the client was closed with code 1000 by mitmproxy"),
+        (1006, False, "the upstream dropped the connection; the client's connection was dropped too"),
         (1011, False, "a server failure"),
     ],
 )
@@ -718,3 +718,18 @@ def test_the_session_server_reads_a_turns_recording_off_the_event_loop_and_answe
 
     run(scenario())
     assert len(threads) == 2 and threading.main_thread() not in threads
+
+
+def test_a_side_that_drops_its_connection_is_relayed_as_a_drop_any_other_close_as_it_came(proxy):
+    """mitmproxy relays a lost connection as the close wsproto reads for it (1006), which wsproto sends as 1000:
+    with the addon loaded, nothing is sent for it, and the connection closing after it is a drop to that side."""
+    from cassette_proxy.proxy import ws_drop
+    from mitmproxy.proxy.layers.websocket import WebsocketConnection
+
+    proxy.configure()
+    assert ws_drop.installed()
+    client_side = tflow.tclient_conn()
+    dropped = WebsocketConnection(ConnectionType.SERVER, conn=client_side).send2(CloseConnection(1006))
+    assert dropped.connection is client_side and dropped.data == b""
+    closed = WebsocketConnection(ConnectionType.SERVER, conn=client_side).send2(CloseConnection(1011, "failed"))
+    assert closed.data[:4] == b"\x88\x08\x03\xf3"  # a close frame: code 1011, as the upstream sent it

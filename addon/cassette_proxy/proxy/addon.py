@@ -41,7 +41,7 @@ from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import BIG_REQUEST_BYTES, key_in_worker
 from ..core.stream_events import stream_kind
-from . import answers, options
+from . import answers, options, ws_drop
 from .control_channel import CONTROL_HOST, CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
@@ -107,6 +107,7 @@ class CassetteAddon:
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
+        ws_drop.install()  # a WebSocket side cut off is relayed as cut off, never as a clean 1000 (ws_drop.py)
 
     def configure(self, updated: set[str]) -> None:
         self.seal.configure(updated)  # the guard reads and checks its own options, whatever happens below

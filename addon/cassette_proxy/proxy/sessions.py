@@ -84,6 +84,7 @@ from ..core.session_turns import (
     turn_key,
     twin_request,
 )
+from . import ws_drop
 from .control_channel import RequestRules
 from .record import RecordTarget
 from .session_server import SessionPlay, SessionServer
@@ -558,15 +559,19 @@ class Sessions:
         by = "client" if websocket.closed_by_client else "server"
         code = websocket.close_code
         if code in (None, 1006) or flow.error:
-            # mitmproxy relays a dropped connection as a close frame to the other side, and 1006 cannot be sent
-            # (wsproto sends 1000 for it) before any hook runs: the message says what that side was told.
-            told = "the client was closed with code 1000 by mitmproxy" if by == "server" else "the upstream was closed"
+            # ws_drop.py relays the drop as a drop; without it mitmproxy closes the other side with 1000 (1006
+            # cannot be sent) before any hook runs: the message says what that side was told.
+            other = "client" if by == "server" else "upstream"
+            told = (
+                f"the {other}'s connection was dropped too, without a close frame"
+                if ws_drop.installed()
+                else f"the {other} was closed with code 1000 by mitmproxy, which does not mean it was recorded"
+            )
             self._not_saved(
                 target,
                 ErrorKind.SESSION_INCOMPLETE,
                 f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code "
-                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told}, which "
-                "does not mean it was recorded)",
+                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told})",
             )
             return
         if by == "server" and code in SERVER_FAILURE_CODES:
