@@ -15,6 +15,11 @@ module from its hooks:
   own turn's cassette (core/session_turns.py).
 - `upgraded` (response hook): a forwarded upgrade answered 101 becomes a
   recording; a 101 is never saved as a plain HTTP cassette.
+- `message` (websocket_message hook): record mode on a Responses WebSocket
+  connection answers each `response.create` that has a recording from it (the
+  message dropped, the recorded events injected to the client, a hit) and lets
+  the others go live; a live turn continuing a replayed response is a miss,
+  never sent.
 - `ended` (websocket_end hook): a recording whose session closed with a close
   frame is saved beside the conversations already recorded for its key (the
   one with the same client messages is kept in record mode, replaced in
