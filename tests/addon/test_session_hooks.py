@@ -5,15 +5,18 @@ one narrow exemption, what a recording saves and refuses to save, and the loopba
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import threading
 import time
 
 import pytest
 from cassette_proxy.core.cassette_file import load
 from cassette_proxy.core.key import public_url
-from cassette_proxy.core.recipe import facts_of
+from cassette_proxy.core.recipe import Recipe, facts_of
 from cassette_proxy.core.session_file import Close, Session
 from cassette_proxy.core.session_match import MatchSettings, SessionChoice, SessionScript
+from cassette_proxy.core.session_turns import TurnChoice
 from cassette_proxy.proxy.facts import request_facts
 from cassette_proxy.proxy.session_server import HOLD_SECONDS, SessionPlay, SessionServer
 from cassette_proxy.proxy.state import Outcome, state_of
@@ -197,7 +200,7 @@ def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
     ("code", "by_client", "why"),
     [
         (1006, True, "cut off before its close frame (close code 1006: the client dropped the connection"),
-        (1006, False, "the upstream dropped the connection; the client was closed with code 1000 by mitmproxy"),
+        (1006, False, "the upstream dropped the connection; the client's connection was dropped too"),
         (1011, False, "a server failure"),
     ],
 )
@@ -536,3 +539,197 @@ def test_a_responses_websocket_connection_is_saved_turn_by_turn_and_a_known_turn
     replayed = upgrade(url)
     proxy.run("request", replayed)
     assert state_of(replayed).outcome is Outcome.SESSION and replayed.request.host == "127.0.0.1"  # played turn by turn
+
+
+# -- record mode on a Responses WebSocket connection: recorded turns replayed, new ones live -----------------------
+
+RESPONSES_URL = "https://api.openai.com/v1/responses"
+LIVE_IDS = itertools.count(1)
+"""The fake upstream's response ids: new on every answer, as the provider's."""
+
+
+def create_message(*texts: str, previous: str | None = None) -> dict:
+    """openai-agents' `response.create`: its input the conversation so far (user texts, the echoed answers)."""
+    items = []
+    for i, text in enumerate(texts):
+        if i:
+            items.append({"role": "assistant", "content": f"Echo: {texts[i - 1]}"})
+        items.append({"role": "user", "content": text})
+    message = {"type": "response.create", "model": "gpt-4.1", "input": items, "stream": True}
+    return message | ({"previous_response_id": previous} if previous else {})
+
+
+class LiveConnection:
+    """A Responses WebSocket connection forwarded in record mode, driven as mitmproxy drives it: each message
+    appended to the flow and its websocket_message hook run; an injected message appended (and hooked) as
+    mitmproxy's `inject.websocket` does; a client message not dropped reaches a fake upstream that answers it."""
+
+    def __init__(self, proxy, mode: str = "record") -> None:
+        self.proxy = proxy
+        self.addon = proxy.configure(cassette_mode=mode)
+        self.addon.upstream.forward = lambda flow: None
+        self.flow = upgrade(RESPONSES_URL, authorization=BEARER)
+        proxy.run("request", self.flow)
+        self.flow.response = http.Response.make(101, b"", {"upgrade": "websocket"})
+        self.flow.response.timestamp_end = time.time()
+        self.flow.websocket = websocket.WebSocketData()
+        proxy.run("response", self.flow)
+        self.upstream: list[dict] = []
+        """The client messages the upstream got."""
+        self.client: list[dict] = []
+        """What the client got, in order."""
+        self.queued: list[tuple[bytes, bool]] = []
+        self.addon.sessions.inject = lambda flow, payload, is_text: self.queued.append((payload, is_text))
+        self.ids = (f"resp_live{n}" for n in LIVE_IDS)
+
+    def _arrive(self, from_client: bool, payload: bytes, injected: bool = False) -> websocket.WebSocketMessage:
+        message = websocket.WebSocketMessage(Opcode.TEXT, from_client, payload, injected=injected)
+        self.flow.websocket.messages.append(message)
+        self.proxy.run("websocket_message", self.flow)
+        return message
+
+    def send(self, create: dict) -> None:
+        message = self._arrive(True, json.dumps(create).encode())
+        while self.queued:  # mitmproxy handles what was injected once the hook returned, in order
+            payload, _ = self.queued.pop(0)
+            self.client.append(json.loads(self._arrive(False, payload, injected=True).content))
+        if message.dropped:
+            return
+        self.upstream.append(create)
+        response = {"id": next(self.ids), "object": "response", "status": "in_progress", "output": []}
+        text = "Echo: " + create["input"][-1]["content"]
+        for event in [
+            {"type": "response.created", "response": response},
+            {"type": "response.output_text.delta", "delta": text},
+            {"type": "response.completed", "response": {**response, "status": "completed"}},
+        ]:
+            self.client.append(json.loads(self._arrive(False, json.dumps(event).encode()).content))
+
+    def answers(self) -> list[str]:
+        return [e["delta"] for e in self.client if e["type"] == "response.output_text.delta"]
+
+    def last_id(self) -> str:
+        return next(e["response"]["id"] for e in reversed(self.client) if e["type"] == "response.completed")
+
+    def close(self):
+        self.flow.websocket.close_code, self.flow.websocket.closed_by_client = 1000, True
+        self.proxy.run("websocket_end", self.flow)
+        return self.addon.report
+
+
+def turn_files(root) -> dict[str, dict]:
+    """Each saved turn's cassette by the last user text of its request."""
+    return {load(p)["request"]["body"]["input"][-1]["content"]: load(p) for p in sorted(root.rglob("*.json"))}
+
+
+def test_record_mode_answers_a_recorded_turn_from_its_recording_and_sends_only_the_new_one_live(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    recorded = turn_files(proxy.root)["Hi"]
+    before = {p: p.read_bytes() for p in proxy.root.rglob("*.json")}
+
+    again = LiveConnection(proxy)
+    again.send(create_message("Hi"))
+    again.send(create_message("Hi", "More"))
+    report = again.close()
+    assert again.upstream == [create_message("Hi", "More")]  # the recorded turn never reached the upstream
+    assert again.answers() == ["Echo: Hi", "Echo: More"]
+    # The client got the recorded events of turn 1 (its recorded id), in order, then turn 2's live ones.
+    replayed = [f["json"] for f in recorded["session"]["frames"][1:]]
+    assert again.client[:3] == replayed and again.client[0]["response"]["id"] == first.last_id()
+    assert again.client[3]["response"]["id"] not in (first.last_id(), None)
+    saved = turn_files(proxy.root)
+    assert saved.keys() == {"Hi", "More"} and saved["More"]["turn"]["number"] == 2  # its number on its connection
+    assert [f["from"] for f in saved["More"]["session"]["frames"]] == ["client", "server", "server", "server"]
+    assert all(p.read_bytes() == data for p, data in before.items())  # the replayed turn's file untouched
+    assert (report.hits, report.recorded, len(report.misses), report.errors) == (1, 2, 0, [])
+
+
+def test_a_live_continuation_of_a_replayed_response_is_a_miss_never_sent(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    again = LiveConnection(proxy)
+    again.send(create_message("Hi"))
+    replayed_id = again.last_id()
+    again.send(create_message("More", previous=replayed_id))
+    again.send(create_message("Hi", "Again"))  # after the miss: neither sent nor answered from a recording
+    report = again.close()
+    assert again.upstream == []
+    error, later = (e for e in again.client if e["type"] == "error")
+    assert error["status"] == 409 and error["error"]["code"] == "cassette_miss"
+    assert f"continues response {replayed_id}" in error["error"]["message"]
+    assert "--set cassette_mode=update" in error["error"]["message"]
+    assert "missed at turn 2" in later["error"]["message"]
+    assert len(list(proxy.root.rglob("*.json"))) == 1
+    [miss] = report.misses
+    assert miss["method"] == "POST" and miss["session"]["message_number"] == 2
+    assert (report.hits, report.recorded, report.errors) == (1, 1, [])
+
+
+def test_update_mode_sends_every_turn_live_and_replaces_the_recorded_ones(proxy):
+    first = LiveConnection(proxy)
+    first.send(create_message("Hi"))
+    first.close()
+    again = LiveConnection(proxy, mode="update")
+    again.send(create_message("Hi"))
+    again.send(create_message("More", previous=again.last_id()))  # continues a live answer: sent
+    report = again.close()
+    assert len(again.upstream) == 2 and report.hits == 0
+    saved = turn_files(proxy.root)
+    assert saved["Hi"]["session"]["frames"][1]["json"]["response"]["id"] == again.client[0]["response"]["id"]
+    assert again.client[0]["response"]["id"] != first.last_id()  # update: answered live, its own new id saved
+    assert saved["More"]["request"]["body"]["previous_response_id"] == "cassette-turn:" + saved["Hi"]["key"]
+    assert (report.recorded, report.overwritten) == (2, 1)
+
+
+def test_the_session_server_reads_a_turns_recording_off_the_event_loop_and_answers_turns_in_order():
+    """A Responses WebSocket turn's lookup reads its cassette file: in a worker thread, the loop never blocked,
+    and each turn's events still follow its own `response.create`."""
+    frames = responses_frames(["Hi", "More"], ["resp_a", "resp_b"], "agents-sdk:run:" + "c" * 32)
+    recordings = {json.loads(frames[i].payload)["input"][0]["content"]: frames[i : i + 4] for i in (0, 4)}
+    threads = []
+    in_order = iter(recordings)
+
+    def lookup(key: str):
+        threads.append(threading.current_thread())
+        text = next(in_order)
+        return f"api.openai.com/v1/responses/{text}.json", Session(tuple(recordings[text]), None, ())
+
+    upgrade_request = {"url": RESPONSES_URL, "headers": {}}
+
+    async def scenario():
+        server_ = SessionServer()
+        await server_.start()
+        given: dict[str, str] = {}
+        choice = TurnChoice(upgrade_request, Recipe(), lookup, lambda *a: ("", "missed", []), given)
+        played = play([])
+        played.choice = choice
+        ws = await WsClient.connect(server_.port, server_.register(played))
+        await ws.next()  # accepted
+        for text in recordings:
+            ws.send(TextMessage(recordings[text][0].payload.decode()))
+        got = [json.loads((await ws.next()).data) for _ in range(6)]
+        assert [g["type"] for g in got] == ["response.created", "response.output_text.delta", "response.completed"] * 2
+        assert [g["delta"] for g in got if "delta" in g] == ["Echo: Hi", "Echo: More"]
+        assert choice.played == ["api.openai.com/v1/responses/Hi.json", "api.openai.com/v1/responses/More.json"]
+        server_.stop()
+
+    run(scenario())
+    assert len(threads) == 2 and threading.main_thread() not in threads
+
+
+def test_a_side_that_drops_its_connection_is_relayed_as_a_drop_any_other_close_as_it_came(proxy):
+    """mitmproxy relays a lost connection as the close wsproto reads for it (1006), which wsproto sends as 1000:
+    with the addon loaded, nothing is sent for it, and the connection closing after it is a drop to that side."""
+    from cassette_proxy.proxy import ws_drop
+    from mitmproxy.proxy.layers.websocket import WebsocketConnection
+
+    proxy.configure()
+    assert ws_drop.installed()
+    client_side = tflow.tclient_conn()
+    dropped = WebsocketConnection(ConnectionType.SERVER, conn=client_side).send2(CloseConnection(1006))
+    assert dropped.connection is client_side and dropped.data == b""
+    closed = WebsocketConnection(ConnectionType.SERVER, conn=client_side).send2(CloseConnection(1011, "failed"))
+    assert closed.data[:4] == b"\x88\x08\x03\xf3"  # a close frame: code 1011, as the upstream sent it

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from cassette_proxy.cli import main
 from cassette_proxy.core.atomic_write import remove_stale_temp_files
-from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.cassette_file import load, new_cassette
 from cassette_proxy.core.session_file import Close, read_session
 from cassette_proxy.viewer.index import detail, summary_of
-from session_samples import client, realtime_frames, server, write_session
+from samples import write
+from session_samples import client, realtime_frames, server, session_cassette, write_session
 
 AUDIO = "QUJD" * 2048  # 6 KB of base64: kept in the sidecar
 GEMINI_URL = ("wss", "generativelanguage.googleapis.com", 443, "/ws/x.v1beta.GenerativeService.BidiGenerateContent", [])
@@ -237,3 +238,60 @@ def test_drift_skips_a_session_and_says_why_instead_of_re_sending_its_upgrade():
     result = plan((Path(relative), relative, cassette), make_recipe(), HostScope(["*"]), {"OPENAI_API_KEY": "k"}, [])
     assert isinstance(result, Result) and result.outcome is Outcome.SKIPPED
     assert "WebSocket session" in result.message
+
+
+def test_show_ls_and_view_name_a_responses_websocket_turn_and_what_it_adds(tmp_path, capsys):
+    """A turn cassette (one `response.create` of a connection, as record mode saves it): its place in the
+    connection, no close of its own, the new user text in `ls`, a `turn N` tag in `view`."""
+    frames = [
+        client(0, {"type": "response.create", "model": "gpt-4.1", "input": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Echo: Hi"}, {"role": "user", "content": "More"}]}),
+        server(3, {"type": "response.created", "response": {"id": "resp_9", "model": "gpt-4.1"}}),
+        server(4, {"type": "response.output_text.delta", "delta": "Echo: More"}),
+        server(5, {"type": "response.completed", "response": {"id": "resp_9", "status": "completed"}}),
+    ]  # fmt: skip
+    cassette, _, relative = session_cassette(frames, url=RESPONSES_URL)
+    del cassette["session"]["close"]
+    cassette["turn"] = {"over": "websocket", "url": "wss://api.openai.com/v1/responses", "number": 2}
+    path = write(tmp_path, cassette, relative)
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "turn:      2 of a Responses WebSocket connection to wss://api.openai.com/v1/responses" in out
+    [session] = [line for line in out if line.startswith("session:")]
+    assert (
+        session.startswith("session:   openai-responses, 1 call (response.create), 4 messages")
+        and "closed" not in session
+    )
+    assert main(["ls", str(tmp_path)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert "gpt-4.1" in line and line.endswith("turn 2: More")
+    cassette_id = path.relative_to(tmp_path).as_posix()
+    assert summary_of(cassette_id, load(path, tmp_path), path.stat().st_size)["tag"] == "turn 2"
+    assert detail(tmp_path, cassette_id)["tag"] == "turn 2"
+
+
+def mcp_cassette(body: dict, result: dict) -> dict:
+    return new_cassette(
+        "0b9ccf062b7c24e82deda578610646be",
+        {"method": "POST", "url": "http://127.0.0.1/mcp", "headers": {}, "body_format": "json", "body": body},
+        {"status": 200, "headers": {"content-type": "application/json"}, "body_format": "json",
+         "body": {"jsonrpc": "2.0", "id": body["id"], "result": result}},
+        {"cassette_proxy": "test"},
+    )  # fmt: skip
+
+
+def test_show_ls_and_view_present_an_mcp_call_by_its_method_and_tool_not_as_a_model_call(tmp_path, capsys):
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    tools = [{"name": "add", "inputSchema": {}}, {"name": "echo", "inputSchema": {}}]
+    called = write(tmp_path, mcp_cassette(call, {"content": [{"type": "text", "text": "5"}]}), "127.0.0.1/mcp/a.json")
+    write(tmp_path, mcp_cassette(listed, {"tools": tools}), "127.0.0.1/mcp/b.json")
+    assert main(["show", str(called), "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "mcp:       tools/call add (id 3)" in out and "tools:     add" in out
+    assert not any(line.startswith("model:") for line in out)
+    assert main(["ls", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[4] for line in lines] == ["mcp", "mcp"]  # key, date, size (2 words), model
+    assert lines[0].endswith("tools/call add") and lines[1].endswith("tools/list")
+    summary = summary_of("127.0.0.1/mcp/b.json", load(tmp_path / "127.0.0.1/mcp/b.json", tmp_path), 1)
+    assert summary["tag"] == "mcp" and summary["shape"] == "mcp"

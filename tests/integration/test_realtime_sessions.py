@@ -70,12 +70,14 @@ def test_openai_sdk_session_records_once_and_replays_offline_through_the_forward
     report = recorder.stop()
     assert recorded["closed"] is None and recorded["events"][-1]["type"] == "response.done"
     assert answer_text(recorded["events"]) == "Echo: Say hello "
-    # The upstream dropped the connection without a close frame (mitmproxy then closes the client with 1000).
+    # The upstream dropped the connection without a close frame: so is the client's (ws_drop.py), never a 1000.
     assert "response.done" not in [e["type"] for e in cut["events"]]
     assert report["counts"]["recorded"] == 1 and report["counts"]["upstream"] == 2
     assert [e["type"] for e in report["errors"]] == ["session_incomplete"]  # the cut session: an error, no cassette
     assert "gpt-realtime-cut" in report["errors"][0]["url"]
-    assert cut["closed"] is None and "closed with code 1000 by mitmproxy" in report["errors"][0]["message"]
+    assert cut["closed"] == {"code": None, "reason": ""}  # the SDK raised ConnectionClosedError: no close frame
+    assert "close code 1006" in report["errors"][0]["message"]
+    assert "the client's connection was dropped too" in report["errors"][0]["message"]
     [saved] = cassette_dir.rglob("*.json")
     assert saved.parent == cassette_dir / "api.openai.com" / "v1" / "realtime"
     assert json.loads(saved.read_text())["session"]["close"] == {"by": "client", "code": 1000, "reason": ""}
@@ -143,9 +145,10 @@ def test_openai_agents_over_the_responses_websocket_record_and_replay_turn_by_tu
     start_proxy, realtime_upstream, cassette_dir
 ):
     """Every agent opens `wss://api.openai.com/v1/responses`: each `response.create` is a turn with its own
-    cassette, keyed like its `POST /v1/responses` twin. Two agents recorded in one run replay in either order; a
-    new follow-up turn records into the existing folder beside the turn it continues (kept, not rewritten); a
-    changed prompt in one turn misses with the diff of the nearest turn."""
+    cassette, keyed like its `POST /v1/responses` twin. Two agents recorded in one run replay in either order; in
+    record mode a recorded turn is answered from its cassette and only a new follow-up reaches the upstream (the
+    fake upstream counts the turns it got); a follow-up continuing a replayed response's id misses there, never
+    sent, and update mode records it anew; a changed prompt in one turn misses with the diff of the nearest turn."""
     recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
     hello, goodbye = agents(recorder, "Say hello"), agents(recorder, "Say goodbye")
     report = recorder.stop()
@@ -160,26 +163,46 @@ def test_openai_agents_over_the_responses_websocket_record_and_replay_turn_by_tu
     kept = {path: path.read_bytes() for path in turns}
     recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
     before = upstream_turns(realtime_upstream)
-    followed = agents(recorder, "Say hello", "--follow-up", "Say more")  # its first turn is recorded already
+    # A new follow-up sending the conversation so far: its first turn is recorded already.
+    followed = agents(recorder, "Say hello", "--follow-up", "Say more", "--history")
     report = recorder.stop()
     assert followed["answers"] == ["Echo: Say hello", "Echo: Say more"]
-    assert report["counts"] | {"recorded": 1, "misses": 0} == report["counts"], report["errors"]
+    assert report["counts"] | {"hits": 1, "recorded": 1, "misses": 0} == report["counts"], report["errors"]
     assert len(list(cassette_dir.rglob("*.json"))) == 3
     assert all(path.read_bytes() == data for path, data in kept.items())  # the recorded turns are not rewritten
-    # Record mode still runs the whole connection live: both of its turns reached the upstream, one was saved.
+    # Only the new turn reached the upstream: the recorded one was answered from its cassette.
+    assert upstream_turns(realtime_upstream) - before == 1
+
+    # A follow-up continuing the replayed answer by its id cannot go live (the provider never made that id): a
+    # miss, nothing sent; update mode records the conversation anew, every turn live.
+    recorder = start_proxy(realtime_upstream, cassette_mode="record", flow_detail=0)
+    before = upstream_turns(realtime_upstream)
+    continued = agents(recorder, "Say goodbye", "--follow-up", "Say more")
+    report = recorder.stop()
+    assert continued["answers"] == ["Echo: Say goodbye"]
+    assert "cassette_miss" in continued["error"] and "continues response" in continued["error"], continued
+    assert report["counts"] | {"hits": 1, "recorded": 0, "misses": 1} == report["counts"], report["errors"]
+    assert upstream_turns(realtime_upstream) - before == 0
+    updater = start_proxy(realtime_upstream, cassette_mode="update", flow_detail=0)
+    updated = agents(updater, "Say goodbye", "--follow-up", "Say more")
+    report = updater.stop()
+    assert updated["answers"] == ["Echo: Say goodbye", "Echo: Say more"]
+    assert report["counts"] | {"hits": 0, "recorded": 1, "overwritten": 1} == report["counts"], report["errors"]
     assert upstream_turns(realtime_upstream) - before == 2
+    assert len(list(cassette_dir.rglob("*.json"))) == 4
     realtime_upstream.stop()
 
     player = start_proxy(realtime_upstream, cassette_mode="replay", flow_detail=0)
     assert agents(player, "Say goodbye")["answers"] == goodbye["answers"]
-    assert agents(player, "Say hello", "--follow-up", "Say more")["answers"] == followed["answers"]
+    assert agents(player, "Say hello", "--follow-up", "Say more", "--history")["answers"] == followed["answers"]
+    assert agents(player, "Say goodbye", "--follow-up", "Say more")["answers"] == updated["answers"]
     assert agents(player, "Say hello")["answers"] == hello["answers"]
-    changed = agents(player, "Say hello", "--follow-up", "Say less")
+    changed = agents(player, "Say goodbye", "--follow-up", "Say less")
     report = player.stop()
-    assert changed["answers"] == ["Echo: Say hello"]
+    assert changed["answers"] == ["Echo: Say goodbye"]
     assert "cassette_miss" in changed["error"] and '"Say more" → "Say less"' in changed["error"], changed
-    assert report["counts"] | {"hits": 5, "misses": 1, "upstream": 0} == report["counts"]
-    assert len(list(cassette_dir.rglob("*.json"))) == 3
+    assert report["counts"] | {"hits": 7, "misses": 1, "upstream": 0} == report["counts"]
+    assert len(list(cassette_dir.rglob("*.json"))) == 4
 
 
 def test_gemini_live_sessions_replay_binary_frames_and_never_store_the_api_key(

@@ -117,9 +117,10 @@ async def genai_session(text: str, model: str = "gemini-live-2.5-flash") -> dict
     return {"events": events, "closed": closed}
 
 
-async def agents_session(text: str, follow_up: str = "") -> dict:
+async def agents_session(text: str, follow_up: str = "", history: bool = False) -> dict:
     """openai-agents over the Responses API's WebSocket mode: one connection for the agent's turns, a follow-up
-    continuing from the first answer's `previous_response_id`."""
+    continuing from the first answer's `previous_response_id` (with `history`: sending the conversation so far as
+    its input instead)."""
     from agents import Agent, responses_websocket_session
 
     agent = Agent(name="Echo", instructions="Repeat what you are told.", model="gpt-4.1")
@@ -129,7 +130,10 @@ async def agents_session(text: str, follow_up: str = "") -> dict:
         answers.append(result.final_output)
         if follow_up:
             try:
-                result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
+                if history:
+                    result = await ws.run(agent, [*result.to_input_list(), {"role": "user", "content": follow_up}])
+                else:
+                    result = await ws.run(agent, follow_up, previous_response_id=result.last_response_id)
             except Exception as e:  # a turn's miss: the error event, as openai-agents raises it
                 return {"answers": answers, "error": getattr(e, "error_message", None) or str(e)}
             answers.append(result.final_output)
@@ -147,12 +151,13 @@ def main() -> None:
     parser.add_argument("--event-ids", default="")
     parser.add_argument("--audio", action="store_true")
     parser.add_argument("--follow-up", default="")
+    parser.add_argument("--history", action="store_true")
     args = parser.parse_args()
     options = {"model": args.model} if args.model else {}
     if args.client == "openai":
         options.update(event_ids=args.event_ids, audio=args.audio)
     if args.client == "agents":
-        options = {"follow_up": args.follow_up}
+        options = {"follow_up": args.follow_up, "history": args.history}
     print(json.dumps(asyncio.run(SESSIONS[args.client](args.text, **options))))
 
 

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from ..core.cassette_file import CassetteError, load
+from ..core.conversation import MCP, shape_of, turn_number
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
 from ..core.session_conversation import session_conversation
@@ -41,6 +42,8 @@ def ls_line(path: Path, root: Path) -> str:
     request = summarize_request(cassette["request"])
     if is_session(cassette):  # a WebSocket session: its model and first user text are in its frames
         request = session_request(cassette, request)
+    elif shape_of(str(cassette["request"].get("url", "")), cassette["request"].get("body")) == MCP:
+        request = dataclasses.replace(request, model="mcp")  # a JSON-RPC call to an MCP server has no model
     return "  ".join(
         [
             short_key(path).ljust(SHORT_KEY + 2),
@@ -57,10 +60,12 @@ def session_request(cassette: dict, request: RequestSummary) -> RequestSummary:
     """The upgrade's summary with what the session's messages say: the model (`session.created`, Gemini's
     `setup`) when the URL has none, and the first user text."""
     conversation = session_conversation(cassette)
-    first = next(
-        (part.text for turn in conversation.turns if turn.role == "user" for part in turn.parts if part.kind == "text"),
-        request.first_user_message,
-    )
+    texts = [
+        part.text for turn in conversation.turns if turn.role == "user" for part in turn.parts if part.kind == "text"
+    ]
+    first = texts[0] if texts else request.first_user_message
+    if (number := turn_number(cassette)) is not None:  # a Responses WebSocket turn: what it adds, its last user text
+        first = f"turn {number}: {texts[-1] if texts else request.first_user_message}"
     return dataclasses.replace(request, model=request.model or conversation.model, first_user_message=first)
 
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..core.cassette_file import CassetteError, folder_for, load
-from ..core.conversation import conversation_from
+from ..core.conversation import MCP, conversation_from, conversation_of, mcp_call
 from ..core.defaults import default_dir
 from ..core.location import cassette_files
 from ..core.recipe import RecipeError, recorded_preset_values
@@ -32,7 +32,13 @@ def show_text(path: Path, root: Path) -> str:
     ]
     if is_session(cassette):  # a WebSocket session: its turns, not a response body
         return "\n".join([*lines, *session_lines(cassette)])
-    lines.append(f"model:     {asked.model or '-'}")
+    conversation = conversation_of(cassette)
+    if conversation.shape == MCP:  # a JSON-RPC call to an MCP server: no model, its method and tool
+        lines.append(f"mcp:       {mcp_call(request) or '-'}")
+    else:
+        lines.append(f"model:     {asked.model or '-'}")
+    if conversation.tools:
+        lines.append(f"tools:     {', '.join(conversation.tools)}")
     lines += preset_lines(cassette)
     turns = turn_lines(conversation_from(request))
     lines += ["messages:"] + [f"  {role}: {short(text, 200)}" for role, text in turns] if turns else []

@@ -844,3 +844,34 @@ def _mcp_tools(body: Any, answer: Answer) -> list[str]:
 
 def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def turn_number(cassette: dict[str, Any]) -> int | None:
+    """A Responses WebSocket turn's place in the connection it was recorded in (its `turn` field), else None."""
+    turn = cassette.get("turn")
+    number = turn.get("number") if isinstance(turn, dict) else None
+    return number if isinstance(number, int) and not isinstance(number, bool) else None
+
+
+def mcp_call(request: dict[str, Any]) -> str:
+    """What an MCP request asks, in a few words: `tools/call add (id 3)`, `initialize (id 1)`, a batch's methods."""
+    body = request.get("body") if request.get("body_format") == "json" else None
+    messages = body if isinstance(body, list) else [body]
+    said = []
+    for message in messages:
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            continue
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) and message.get("method") == "tools/call" else None
+        what = " ".join(str(part) for part in (message.get("method", "response"), name) if part)
+        said.append(what + (f" (id {json.dumps(message['id'])})" if message.get("id") is not None else ""))
+    return ", ".join(said)
+
+
+def kind_tag(cassette: dict[str, Any], conversation: Conversation) -> str:
+    """A short tag for what a cassette is when its model does not say it: `mcp`, `turn 2` (a Responses WebSocket
+    turn), else empty."""
+    if conversation.shape == MCP:
+        return "mcp"
+    number = turn_number(cassette)
+    return f"turn {number}" if number is not None else ""

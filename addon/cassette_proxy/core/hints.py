@@ -36,6 +36,23 @@ def record_session(started_by: str) -> str:
     )
 
 
+def _update_command(started_by: str) -> str:
+    return {
+        "run": "cassette run --mode update -- …",
+        "serve": "cassette serve --mode update",
+        "pytest": "pytest --cassette-mode=update",
+    }.get(started_by, "--set cassette_mode=update")
+
+
+def update_session(started_by: str) -> str:
+    """How to record a conversation anew whose recorded start cannot be continued live (a Responses WebSocket turn
+    continuing a replayed response): update mode sends every turn live and replaces the recorded ones."""
+    return (
+        f"To record the conversation anew: `{_update_command(started_by)}` (sends all of its turns live and "
+        "replaces their recordings)."
+    )
+
+
 def ignore_value(started_by: str, expression: str) -> str:
     """How to key matches of `expression` as placeholders (a value pattern)."""
     quoted = shlex.quote(expression)

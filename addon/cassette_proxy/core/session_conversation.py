@@ -16,7 +16,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .conversation import Answer, Conversation, Part, TimelineEvent, Turn, size_text
+from .conversation import Answer, Conversation, Part, TimelineEvent, Turn, size_text, turn_number
 from .diff import differences
 from .key import parse_ignore_paths, without_paths
 from .session_match import GEMINI, OPENAI
@@ -400,12 +400,21 @@ def session_lines(cassette: dict[str, Any]) -> list[str]:
     calls = ""
     if conversation.shape == RESPONSES:
         n = sum(isinstance(m := _message(f), dict) and m.get("type") == "response.create" for f in frames)
-        calls = f"{n} calls (response.create), "
+        calls = f"{n} calls (response.create), " if n != 1 else "1 call (response.create), "
+    number = turn_number(cassette)
+    recorded_in = stored if isinstance(stored := cassette.get("turn"), dict) else {}
+    # A turn is one call of a connection: the connection's close is no part of it.
+    ended = "" if number is not None else f", closed {session_close(cassette)}"
     lines = [
         f"model:     {conversation.model or '-'}",
         *([f"tools:     {', '.join(conversation.tools)}"] if conversation.tools else []),
+        *(
+            [f"turn:      {number} of a Responses WebSocket connection to {recorded_in.get('url', '?')}"]
+            if number
+            else []
+        ),
         f"session:   {conversation.shape}, {calls}{len(frames)} messages ({sent} from the client, "
-        f"{len(frames) - sent} from the server) over {last_ms} ms, closed {session_close(cassette)}",
+        f"{len(frames) - sent} from the server) over {last_ms} ms{ended}",
         "turns:",
     ]
     for turn in turns:

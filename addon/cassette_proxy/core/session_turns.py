@@ -223,6 +223,9 @@ class TurnChoice:
     candidates = 1
     chosen = True
     finished = False
+    reads_files = True
+    """`answer` reads the turn's recording (and on a miss the folder, for the nearest): the session server calls it
+    in a worker thread, never on the event loop."""
 
     def __init__(self, upgrade: dict[str, Any], keying: Recipe | Keying, lookup: Lookup, missed: Missed,
                  given: dict[str, str]) -> None:  # fmt: skip

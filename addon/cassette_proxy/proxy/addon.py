@@ -42,7 +42,7 @@ from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import BIG_REQUEST_BYTES, key_in_worker
 from ..core.stream_events import stream_kind
-from . import answers, options
+from . import answers, options, ws_drop
 from .control_channel import CurrentTest, RequestRules
 from .facts import request_facts
 from .listen_backlog import raise_backlog
@@ -113,6 +113,7 @@ class CassetteAddon:
 
     def load(self, loader: Any) -> None:
         options.declare(loader)
+        ws_drop.install()  # a WebSocket side cut off is relayed as cut off, never as a clean 1000 (ws_drop.py)
 
     def configure(self, updated: set[str]) -> None:
         self.seal.configure(updated)  # the guard reads and checks its own options, whatever happens below
@@ -445,6 +446,13 @@ class CassetteAddon:
         except Exception:
             log.exception("cassette: error while handling a failed flow")
             self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, "see the proxy log", hook="error"))
+
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """Record mode on a Responses WebSocket connection: a recorded turn answered here, a new one sent live."""
+        try:
+            await self.sessions.message(flow)
+        except Exception as e:
+            self.sessions.failed(flow, e, hook="websocket_message")
 
     async def websocket_end(self, flow: http.HTTPFlow) -> None:
         try:

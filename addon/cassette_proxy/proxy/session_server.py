@@ -144,7 +144,7 @@ class _Connection:
                 data = await self.reader.read(65536)
                 self.ws.receive_data(data or None)
                 for event in self.ws.events():
-                    self._handle(event)
+                    await self._handle(event)
                 if not data:
                     break
         except (ConnectionError, RemoteProtocolError, LocalProtocolError):
@@ -169,14 +169,14 @@ class _Connection:
     def _send(self, event: Event) -> None:
         self.writer.write(self.ws.send(event))
 
-    def _handle(self, event: Event) -> None:
+    async def _handle(self, event: Event) -> None:
         if isinstance(event, Request):
             self._accept(event)
         elif isinstance(event, Message):
             self.parts.append(event.data.encode("utf-8") if isinstance(event, TextMessage) else event.data)
             if event.message_finished:
                 payload, self.parts = b"".join(self.parts), []
-                self._client_message(payload)
+                await self._client_message(payload)
         elif isinstance(event, Ping):
             self._send(event.response())
         elif isinstance(event, CloseConnection):
@@ -240,10 +240,17 @@ class _Connection:
         if play.choice.finished and close is not None and close.by == "server":
             batch.close = (close.code, close.reason)
 
-    def _client_message(self, payload: bytes) -> None:
+    async def _client_message(self, payload: bytes) -> None:
+        """A client message matched (the reader waits for it: messages are answered in their order)."""
         if self.play is None or self.missed:
             return  # after a miss the session is closing: later messages are not compared
-        result = self.play.choice.answer(payload)
+        choice = self.play.choice
+        if getattr(choice, "reads_files", False):  # a Responses WebSocket turn: its recording is read off the loop
+            result = await asyncio.to_thread(choice.answer, payload)
+            if self.done:
+                return  # the proxy stopped, or the client left, meanwhile: the play is counted already
+        else:
+            result = choice.answer(payload)
         now = asyncio.get_running_loop().time()
         if isinstance(result, Miss):
             self._release()  # what the nearest session answered to the messages before

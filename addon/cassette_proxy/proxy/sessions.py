@@ -15,6 +15,11 @@ module from its hooks:
   own turn's cassette (core/session_turns.py).
 - `upgraded` (response hook): a forwarded upgrade answered 101 becomes a
   recording; a 101 is never saved as a plain HTTP cassette.
+- `message` (websocket_message hook): record mode on a Responses WebSocket
+  connection answers each `response.create` that has a recording from it (the
+  message dropped, the recorded events injected to the client, a hit) and lets
+  the others go live; a live turn continuing a replayed response is a miss,
+  never sent.
 - `ended` (websocket_end hook): a recording whose session closed with a close
   frame is saved beside the conversations already recorded for its key (the
   one with the same client messages is kept in record mode, replaced in
@@ -28,13 +33,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import json
 import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mitmproxy import http
+from mitmproxy import ctx, http
 
 from ..core import hints, redact
 from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, load, stored_headers
@@ -64,12 +70,14 @@ from ..core.session_match import (
     SessionChoice,
     SessionScript,
     message_digest,
+    miss_event,
     same_conversation,
     shape_of,
 )
 from ..core.session_turns import (
     TurnChoice,
     Turns,
+    create_body,
     is_responses_socket,
     keyed_body,
     response_id_of,
@@ -78,6 +86,7 @@ from ..core.session_turns import (
     turn_key,
     twin_request,
 )
+from . import ws_drop
 from .answers import own_error_text
 from .control_channel import RequestRules
 from .record import RecordTarget
@@ -139,6 +148,26 @@ class Recording:
     """Update mode: a recorded session with the same client messages is replaced; record mode keeps it."""
     rules: RequestRules | None = None
     """The rules the upgrade was keyed under: a Responses WebSocket connection's turns are keyed with them."""
+    turns: LiveTurns | None = None
+    """Record mode on a Responses WebSocket connection: its turns, each replayed or sent live (`message`)."""
+
+
+@dataclass
+class LiveTurns:
+    """A Responses WebSocket connection in record mode, turn by turn: a `response.create` with a recording is
+    answered from it (the client's message dropped, the recorded events injected), one without goes live."""
+
+    count: int = 0
+    """The connection's `response.create` messages so far."""
+    live: list[int] = dataclasses.field(default_factory=list)
+    """The numbers of the turns sent live, in order: the ones saved at the close."""
+    replayed: int = 0
+    missed: int | None = None
+    """The turn that missed: nothing of the connection is sent live after it."""
+    other: bool = False
+    """A client message that is not a `response.create` went live."""
+    pending: str | None = None
+    """The key of the last turn sent live, until its answer names its response id."""
 
 
 class Sessions:
@@ -161,6 +190,9 @@ class Sessions:
         self.given: dict[str, str] = {}
         """Responses WebSocket turns: the response ids this run's answers gave (live or replayed) -> their turn's
         key, so a turn continuing one (`previous_response_id`) is keyed by the turn it continues."""
+        self.replayed: set[str] = set()
+        """The response ids record mode answered from recordings: ids the provider never made on this run, which a
+        live turn must not continue."""
 
     def configure(
         self,
@@ -243,14 +275,7 @@ class Sessions:
         missed_turn: dict = {}
 
         def lookup(key: str) -> tuple[str, Session] | None:
-            file = folder / f"{key}.json"
-            try:
-                cassette = load(file, self.root, self.max_size)
-            except FileNotFoundError:
-                return None
-            if not is_session(cassette) or "turn" not in cassette:
-                raise CassetteError(file, "it is not the recording of a Responses WebSocket turn")
-            return relative_of(file.name), read_session(file, cassette, self.root, self.max_size)
+            return self._turn(folder, target.relative, key)
 
         def missed(key: str, request: dict, number: int) -> tuple[str, str, list[str]]:
             stored = {**request, "body": redact.redacted(request["body"], ("request", "body"), self.redact_rules)}
@@ -323,6 +348,20 @@ class Sessions:
             message = str((details or {}).get("message", "the connection could not be played"))
             self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette=choice.cassette or None))
             log.error(f"cassette: Responses WebSocket connection: {message}")
+
+    def _turn(self, folder: Path, relative: str, key: str) -> tuple[str, Session] | None:
+        """The recording of the Responses WebSocket turn keyed `key` in `folder` (the upgrade's, whose cassette is
+        at `relative`): (its name relative to the cassette folder, its session), or None. It reads the file: called
+        in a worker thread. CassetteError for a file there that is no turn's recording."""
+        file = folder / f"{key}.json"
+        try:
+            cassette = load(file, self.root, self.max_size)
+        except FileNotFoundError:
+            return None
+        if not is_session(cassette) or "turn" not in cassette:
+            raise CassetteError(file, "it is not the recording of a Responses WebSocket turn")
+        prefix = relative.rpartition("/")[0]
+        return f"{prefix}/{file.name}" if prefix else file.name, read_session(file, cassette, self.root, self.max_size)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -400,7 +439,112 @@ class Sessions:
         }
         started = response.timestamp_end or time.time()
         replaces = rules.mode == "update"
-        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules), replaces, rules)
+        turns = LiveTurns() if rules.mode == "record" and is_responses_socket(target.request["url"]) else None
+        self.recordings[flow.id] = Recording(target, started, headers, self.settings(rules), replaces, rules, turns)
+
+    def inject(self, flow: http.HTTPFlow, payload: bytes, is_text: bool) -> None:
+        """Send `payload` to the client of the forwarded session `flow` as if its upstream had (mitmproxy 11 and 12:
+        the message is queued behind the one whose hook is running)."""
+        ctx.master.commands.call("inject.websocket", flow, True, payload, is_text)
+
+    async def message(self, flow: http.HTTPFlow) -> None:
+        """A message of a forwarded session (websocket_message hook). Record mode on a Responses WebSocket
+        connection: a `response.create` whose turn is recorded is answered from its recording and never reaches
+        the upstream (a hit); one that is not goes live, to be saved at the close; one continuing a response a
+        recording answered (`previous_response_id`) is a miss, never sent: the provider never made that id."""
+        recording = self.recordings.get(flow.id)
+        if recording is None or recording.turns is None or flow.websocket is None:
+            return
+        live, message = recording.turns, flow.websocket.messages[-1]
+        if message.injected:
+            return
+        if not message.from_client:
+            pending = live.pending if b"response.created" in message.content else None
+            if pending is not None and (response_id := response_id_of([Frame(False, 0, True, message.content)])):
+                self.given[response_id], live.pending = pending, None  # a later turn continuing it is keyed by it
+            return
+        if live.missed is not None:  # the connection missed: the rest of it is neither sent nor answered
+            message.drop()
+            text = (
+                f"cassette_miss: this Responses WebSocket connection missed at turn {live.missed}: nothing after it "
+                "is sent live or replayed."
+            )
+            self._tell(flow, text, {"message_number": live.missed})
+            return
+        body = create_body(message.content)
+        if body is None:
+            live.other = True
+            return
+        live.count += 1
+        number = live.count
+        target, rules = recording.target, recording.rules
+        assert rules is not None, "a recording of turns keeps the upgrade's rules"
+        previous = body.get("previous_response_id")
+        request = twin_request(target.request, keyed_body(body, self.given))
+        key = turn_key(request, rules.keys)
+        if isinstance(previous, str) and previous in self.replayed:
+            message.drop()
+            self._continuation_missed(flow, recording, key, request, number, previous)
+            return
+        try:
+            found = await asyncio.to_thread(self._turn, target.path.parent, target.relative, key)
+        except (OSError, CassetteError) as e:
+            message.drop()
+            live.missed = number
+            problem = str(e) if not isinstance(e, OSError) or not e.strerror else f"{e.filename}: {e.strerror}"
+            text = f"cassette unusable: {problem}. Fix or delete the file, then run again."
+            self.report.error(ErrorEntry(ErrorKind.INVALID, problem, cassette=f"{target.path.parent}/{key}.json"))
+            log.error(text)
+            self._tell(flow, text, {"message_number": number})
+            return
+        if found is None:
+            live.live.append(number)
+            live.pending = key
+            return
+        message.drop()
+        relative, session = found
+        answer = [frame for frame in session.frames[1:] if not frame.from_client]
+        if (response_id := response_id_of(answer)) is not None:
+            self.given[response_id] = key
+            self.replayed.add(response_id)
+        for frame in answer:
+            self.inject(flow, frame.payload, frame.is_text)
+        live.replayed += 1
+        self.report.hit(target.test, relative)
+        log.info(f"cassette hit: Responses WebSocket turn {number} of {redact.loggable_url(target.request['url'])} "
+                 f"({relative}), not sent upstream")  # fmt: skip
+
+    def _tell(self, flow: http.HTTPFlow, text: str, details: dict) -> None:
+        """The client is told `text` in the Responses WebSocket mode's error event, as replay's miss tells it."""
+        event = miss_event(RESPONSES, text, {"cassette": "", "differences": [], **details})
+        self.inject(flow, json.dumps(event, ensure_ascii=False).encode("utf-8"), True)
+
+    def _continuation_missed(
+        self, flow: http.HTTPFlow, recording: Recording, key: str, request: dict, number: int, previous: str
+    ) -> None:
+        """A turn continuing a response a recording answered: a miss, told to the client and counted."""
+        assert recording.turns is not None and recording.rules is not None, "a recording of turns"
+        recording.turns.missed = number
+        target, rules = recording.target, recording.rules
+        turn = self.given.get(previous, "")
+        prefix = target.relative.rpartition("/")[0]
+        relative = f"{prefix}/{key}.json" if prefix else f"{key}.json"
+        continued = f"{prefix}/{turn}.json" if prefix and turn else f"{turn}.json" if turn else "a recording"
+        url = redact.loggable_url(target.request["url"])
+        text = (
+            f"cassette_miss: turn {number} (response.create) of this Responses WebSocket connection has no recording "
+            f"and continues response {previous}, which was replayed from {continued}: sent live, it would ask the "
+            "provider to continue a response it never made, so it was not sent. "
+            + hints.update_session(self.started_by)
+        )
+        details = {"cassette": relative, "message_number": number, "differences": [], "message": text}
+        body = redact.redacted(request["body"], ("request", "body"), self.redact_rules)
+        log.warning(f"cassette miss: Responses WebSocket turn {url}: {text}")
+        self.report.missed(
+            Miss(key=key, method="POST", url=url, cassette=relative, closest=[], test=rules.test, scope=rules.scope,
+                 body=body, session=details)
+        )  # fmt: skip
+        self._tell(flow, text, {"cassette": relative, "message_number": number})
 
     async def ended(self, flow: http.HTTPFlow) -> None:
         """The session's close: saved when it closed with a close frame and not by a server failure."""
@@ -412,18 +556,25 @@ class Sessions:
         if websocket is None:  # a 101 mitmproxy relayed as a session has its WebSocket data
             return
         url = redact.loggable_url(target.request["url"])
+        live = recording.turns
+        if live is not None and not live.live and not live.other and (live.replayed or live.missed is not None):
+            return  # every turn answered from its recording (or missed): nothing went live, nothing to save
         by = "client" if websocket.closed_by_client else "server"
         code = websocket.close_code
         if code in (None, 1006) or flow.error:
-            # mitmproxy relays a dropped connection as a close frame to the other side, and 1006 cannot be sent
-            # (wsproto sends 1000 for it) before any hook runs: the message says what that side was told.
-            told = "the client was closed with code 1000 by mitmproxy" if by == "server" else "the upstream was closed"
+            # ws_drop.py relays the drop as a drop; without it mitmproxy closes the other side with 1000 (1006
+            # cannot be sent) before any hook runs: the message says what that side was told.
+            other = "client" if by == "server" else "upstream"
+            told = (
+                f"the {other}'s connection was dropped too, without a close frame"
+                if ws_drop.installed()
+                else f"the {other} was closed with code 1000 by mitmproxy, which does not mean it was recorded"
+            )
             self._not_saved(
                 target,
                 ErrorKind.SESSION_INCOMPLETE,
                 f"cassette not saved: the WebSocket session {url} was cut off before its close frame (close code "
-                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told}, which "
-                "does not mean it was recorded)",
+                f"{code}: the {'upstream' if by == 'server' else 'client'} dropped the connection; {told})",
             )
             return
         if by == "server" and code in SERVER_FAILURE_CODES:
@@ -436,10 +587,21 @@ class Sessions:
         frames = [
             Frame(m.from_client, max(0, round((m.timestamp - recording.started) * 1000)), m.is_text, m.content)
             for m in websocket.messages
-            if not m.dropped
+            if not m.dropped and not m.injected  # what the upstream sent and was sent: replayed turns are not
         ]
         close = Close(by, code, websocket.close_reason or "")
         turns = split_turns(frames) if is_responses_socket(target.request["url"]) else None
+        if live is not None and (live.replayed or live.missed is not None):
+            if turns is None or turns.opening or live.other:
+                self._not_saved(
+                    target,
+                    ErrorKind.SESSION_INCOMPLETE,
+                    f"cassette not saved: the Responses WebSocket connection {url} had turns replayed and sent "
+                    "messages that are not a response.create live: its live part is no whole session",
+                )
+                return
+            for turn, number in zip(turns.turns, live.live, strict=False):
+                turn.number = number
         if turns is not None and turns.turns and not turns.opening:
             await self.writer.submit(lambda: self._write_turns(recording, turns))
             return
@@ -579,13 +741,13 @@ class Sessions:
             extra["turn"] = {"over": "websocket", "url": recording.target.request["url"], "number": turn}
         return self.writer.stored(cassette, **extra), sidecar, sidecar_file
 
-    def failed(self, flow: http.HTTPFlow, error: Exception) -> None:
-        """A bug of ours while saving a session: nothing saved, and the report and the log say so."""
+    def failed(self, flow: http.HTTPFlow, error: Exception, hook: str = "websocket_end") -> None:
+        """A bug of ours while recording a session: nothing saved, and the report and the log say so."""
         recording = self.recordings.pop(flow.id, None)
-        message = f"cassette_error: the cassette addon failed in its websocket_end hook ({own_error_text(flow, error)})"
+        message = f"cassette_error: the cassette addon failed in its {hook} hook ({own_error_text(flow, error)})"
         log.error(message, exc_info=True)
         cassette = recording.target.relative if recording else None
-        self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette, hook="websocket_end"))
+        self.report.error(ErrorEntry(ErrorKind.OWN_ERROR, message, cassette, hook=hook))
 
     def _not_saved(self, target: RecordTarget, kind: ErrorKind, message: str) -> None:
         url = redact.loggable_url(target.request["url"])

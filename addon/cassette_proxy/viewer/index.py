@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from ..core.atomic_write import write_atomic
 from ..core.cassette_file import CassetteError, load, parse, read_limited
-from ..core.conversation import Conversation, conversation_of, first_line
+from ..core.conversation import Conversation, conversation_of, first_line, kind_tag
 from ..core.session_conversation import session_conversation
 from ..core.session_file import is_session
 
@@ -69,6 +69,7 @@ def summary_of(cassette_id: str, cassette: dict, size: int) -> dict:
         "endpoint": "/" + path,
         "shape": conversation.shape,
         "model": conversation.model,
+        "tag": kind_tag(cassette, conversation),
         "status": answer.status,
         "streamed": answer.streamed,
         "finish_reason": answer.finish_reason,
@@ -91,9 +92,9 @@ def resolve_id(root: Path, cassette_id: str) -> Path | None:
     return path if os.path.lexists(path) and not path.is_dir() else None
 
 
-SUMMARY_FORMAT = 2
-"""Bumped when `summary_of` changes, so summaries cached by an older version are read again (2: WebSocket
-sessions, which an older version listed as unreadable)."""
+SUMMARY_FORMAT = 3
+"""Bumped when `summary_of` changes, so summaries cached by an older version are read again (3: the `tag` of an
+MCP call or a Responses WebSocket turn; 2: WebSocket sessions, which an older version listed as unreadable)."""
 
 
 def default_cache_file(root: Path) -> Path:
@@ -226,6 +227,7 @@ def detail(root: Path, cassette_id: str) -> dict:
         "recorded_with": cassette.get("recorded_with") or {},
         "request_headers": request.get("headers") if isinstance(request.get("headers"), dict) else {},
         "response_headers": cassette["response"].get("headers") or {},
-        "conversation": conversation_in(cassette).to_json(),
+        "conversation": (conversation := conversation_in(cassette)).to_json(),
+        "tag": kind_tag(cassette, conversation),
         "raw": raw_text,
     }

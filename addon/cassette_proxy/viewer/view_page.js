@@ -89,7 +89,7 @@
     const stamp = c.recorded_at + c.size;
     const cached = searchTexts.get(c.id);
     if (cached && cached[0] === stamp) return cached[1];
-    let text = [c.id, c.key, c.model, endpointOf(c), c.last_user, c.answer, c.finish_reason, c.error].join(" ");
+    let text = [c.id, c.key, c.model, c.tag, endpointOf(c), c.last_user, c.answer, c.finish_reason, c.error].join(" ");
     if (details[c.id]) text += " " + JSON.stringify(details[c.id].conversation || "");
     text = text.toLowerCase();
     searchTexts.set(c.id, [stamp, text]);
@@ -104,7 +104,7 @@
     node.append(
       el("span", "key", (c.key || c.id).slice(0, 8)),
       el("span", "muted", (c.recorded_at || "").slice(0, 10) + "  " + size(c.size || 0)),
-      el("span", "tags", "", c.model ? tag(c.model) : null, statusTag(c.status), c.streamed ? tag("streamed") : null,
+      el("span", "tags", "", c.model ? tag(c.model) : null, c.tag ? tag(c.tag) : null, statusTag(c.status), c.streamed ? tag("streamed") : null,
         c.error ? tag("unreadable", "bad") : null, unused.has(c.id) ? tag("unused") : null),
       el("span", "prompt", c.error ? c.error : c.last_user || "(no user message)"),
       el("span", "reply", c.answer ? "→ " + c.answer : ""),
@@ -229,7 +229,7 @@
       el("h2", "", c.method + " " + c.url),
       facts([
         ["file", d.id], ["key", d.key], ["recorded", d.recorded_at + (Object.keys(d.recorded_with || {}).length ? " with " + Object.entries(d.recorded_with).map(([k, v]) => k + " " + v).join(", ") : "")],
-        ["API", c.shape], ["model", c.model], ["parameters", c.parameters], ["tools", (c.tools || []).join(", ")],
+        ["API", c.shape], ["model", c.model], ["kind", d.tag], ["parameters", c.parameters], ["tools", (c.tools || []).join(", ")],
         ["key headers", d.request_headers],
       ]),
       el("h3", "", "Conversation"),
