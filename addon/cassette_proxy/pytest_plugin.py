@@ -18,6 +18,14 @@ fixture wider than a function is set up, requests belong to no test. So
 test's recordings under its own folder, and the report knows which test made
 each hit, miss and recording.
 
+A coroutine test (pytest-asyncio, anyio, pytest-trio) runs on an event loop that
+is not the next test's, while the suite may keep one async client for the whole
+session (langchain-openai's `lru_cache`d `httpx.AsyncClient`): its pooled
+connection to the proxy would belong to a loop that is gone ("Event loop is
+closed"). Such a test is announced as running on its own loop, and the proxy ends
+each connection after answering it (`Connection: close`); every other test keeps
+its connections.
+
 Suites written for pytest-recording keep their `vcr` fixture: when pytest-recording
 is not installed, or is turned off with `--disable-recording`, the plugin gives
 `vcr` itself, the test's requests and answers through the proxy in VCR.py's
@@ -41,6 +49,7 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Generator, Iterator, Sequence
@@ -74,6 +83,8 @@ STRICT_FAILURES = pytest.StashKey[list[str]]()
 """The lines --cassette-strict fails the session with."""
 PLAYED = pytest.StashKey[bool]()
 """The running test reads the `vcr` fixture: the proxy keeps what its requests were answered with."""
+OWN_LOOP = pytest.StashKey[bool]()
+"""The running test runs on an event loop of its own: the proxy closes each connection it answers for it."""
 GIVES_VCR = pytest.StashKey[bool]()
 """This plugin gives the `vcr` fixture (pytest-recording is absent, or turned off with --disable-recording)."""
 RECORDING_PLUGIN = "pytest_recording.plugin"
@@ -84,6 +95,8 @@ INI_TYPES: dict[Any, Any] = {Sequence[str]: "linelist", bool: "bool"}
 """An option's type → its ini setting's (core/option_table.py); any other is a string."""
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
 """What `@pytest.mark.cassette(...)` accepts; the proxy applies what it knows and logs what it ignores."""
+ASYNC_MARKERS = ("asyncio", "anyio", "trio")
+"""The markers of the plugins that run a test on an event loop (pytest-asyncio, anyio's, pytest-trio)."""
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -379,6 +392,16 @@ def _test_options(item: pytest.Item) -> dict[str, Any]:
     return options
 
 
+def _own_loop(item: pytest.Item) -> bool:
+    """The test runs on an event loop: a coroutine function, or marked for pytest-asyncio, anyio or pytest-trio.
+    Whatever its loop's scope: a connection made on a loop kept for the session (`loop_scope="session"`) breaks
+    just as well in the next test that runs on a loop of its own."""
+    if any(item.get_closest_marker(name) is not None for name in ASYNC_MARKERS):
+        return True
+    function = getattr(item, "obj", None)
+    return inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+
+
 def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> None:
     """Tell the proxy which test runs now (None: no test); a refusal fails the test with the proxy's reason."""
     proxy = config.stash.get(PROXY, None)
@@ -391,8 +414,8 @@ def _announce(config: pytest.Config, test: str | None, resume: bool = False) -> 
                 proxy.control().end(config.stash[ANNOUNCED])
                 del config.stash[ANNOUNCED]
         else:
-            played = config.stash.get(PLAYED, False)
-            proxy.control().start(test, config.stash[CURRENT][1], resume=resume, played=played)
+            played, own_loop = config.stash.get(PLAYED, False), config.stash.get(OWN_LOOP, False)
+            proxy.control().start(test, config.stash[CURRENT][1], resume=resume, played=played, own_loop=own_loop)
             config.stash[ANNOUNCED] = test
     except (ControlError, OSError) as e:
         raise pytest.UsageError(f"cassette: the proxy did not take the test {test!r}: {e}") from None
@@ -423,6 +446,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of the test: its requests (function fixtures included) are its own."""
     item.config.stash[CURRENT] = (item.nodeid, _test_options(item))
     item.config.stash[PLAYED] = item.config.stash.get(GIVES_VCR, False) and "vcr" in getattr(item, "fixturenames", ())
+    item.config.stash[OWN_LOOP] = _own_loop(item)
     _announce(item.config, item.nodeid)
 
 

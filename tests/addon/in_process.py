@@ -97,6 +97,14 @@ class InProcessProxy:
         async with asyncio.timeout(30):
             await flow.wait_for_resume()
 
+    def answered(self, flow: http.HTTPFlow) -> http.HTTPFlow:
+        """The `request` hook, then the `responseheaders` hook mitmproxy runs for an answer the addon made there
+        (a hit, a miss), before it sends it to the client."""
+        self.request(flow)
+        assert flow.response is not None, "the addon let this request through: use answer() for its response"
+        self.addon.responseheaders(flow)
+        return flow
+
     def answer(self, flow: http.HTTPFlow, response: http.Response) -> http.HTTPFlow:
         """The upstream's response to a request the addon let through, via the hooks mitmproxy runs for it."""
         assert flow.response is None, "the addon answered this request itself: mitmproxy would not forward it"

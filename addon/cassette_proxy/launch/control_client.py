@@ -40,13 +40,21 @@ class ControlClient:
         self._connection: http.client.HTTPConnection | None = None
 
     def start(
-        self, test: str, options: Mapping[str, Any] | None = None, resume: bool = False, played: bool = False
+        self,
+        test: str,
+        options: Mapping[str, Any] | None = None,
+        resume: bool = False,
+        played: bool = False,
+        own_loop: bool = False,
     ) -> dict:
         """Requests from now on belong to `test` and follow its options (mode, ignore, repeats, scope, ...); with
-        `played`, the proxy keeps what they were answered with for `played()` (the pytest plugin's `vcr` fixture)."""
+        `played`, the proxy keeps what they were answered with for `played()` (the pytest plugin's `vcr` fixture);
+        with `own_loop` (the test runs on an event loop of its own), each answer closes its connection."""
         body = {"test": test, "options": dict(options or {}), "resume": resume, **self.runner}
         if played:
             body["played"] = True
+        if own_loop:
+            body["own_loop"] = True
         return self.call("/v1/test/start", body)
 
     def played(self, test: str) -> dict:

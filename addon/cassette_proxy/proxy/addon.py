@@ -72,6 +72,16 @@ def in_session(response: http.Response | None, session: str) -> None:
         response.headers[SESSION_HEADER] = session
 
 
+def closes_connection(flow: http.HTTPFlow) -> None:
+    """This answer ends its connection (`Connection: close`: the client does not pool it, mitmproxy closes its
+    side), for a test on an event loop of its own (control_channel.py): no pooled connection outlives the loop.
+    Not for HTTP/2 or 3, which have no such header, nor for a 101, whose connection goes on as a WebSocket."""
+    response = flow.response
+    if response is None or response.status_code == 101 or flow.request.is_http2 or flow.request.is_http3:
+        return
+    response.headers["connection"] = "close"
+
+
 class CassetteAddon:
     name = "cassette"
     """The name mitmproxy knows it by (`ctx.master.addons.get("cassette")`)."""
@@ -396,6 +406,10 @@ class CassetteAddon:
     def _responseheaders(self, flow: http.HTTPFlow) -> None:
         self.upstream.responseheaders(flow)
         state = state_of(flow)
+        # mitmproxy calls this hook for the answers made in `request` too (a hit, a miss): one place for all. The
+        # header is never stored (cassette_file.DROPPED_HEADERS), so a recording does not depend on the test.
+        if state is not None and state.rules is not None and state.rules.closes:
+            closes_connection(flow)
         if state is not None and state.timed_replay and state.mcp_session is not None:
             in_session(flow.response, state.mcp_session)
         if state is not None and state.answered_here:

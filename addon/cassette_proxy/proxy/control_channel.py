@@ -3,7 +3,7 @@
 A runner (the pytest plugin, the Node helper) announces each test with a request
 to the reserved host `cassette.control`, sent through the proxy like any other:
 
-    POST http://cassette.control/v1/test/start   {"test": "<id>", "options": {...}, "resume": false}
+    POST http://cassette.control/v1/test/start   {"test": "<id>", "options": {...}, "resume": false, "own_loop": false}
     POST http://cassette.control/v1/test/end     {"test": "<id>"}
     POST http://cassette.control/v1/test/played  {"test": "<id>"}   (what its requests were answered with: played.py)
     POST http://cassette.control/v1/run/start    {}   (a run reusing a warm proxy: proxy/runs.py)
@@ -16,6 +16,13 @@ through $CASSETTE_CONTROL_TOKEN (the `cassette_control_token` option), not its
 command line; a request without it, or with another, gets 403 and changes
 nothing, so no client traffic can switch the test or its rules. Without a token
 the channel refuses everything.
+
+A test that runs on an event loop of its own (`"own_loop": true`: a coroutine test
+under pytest-asyncio or anyio) has every answer to its requests end its
+connection (`Connection: close`, addon.py): a client kept for the session (an
+`lru_cache`d `httpx.AsyncClient`) would otherwise find, in the next test, a
+pooled connection that belongs to this test's closed loop ("Event loop is
+closed"). The other tests keep their connections.
 
 Many runners may share one proxy (vitest's workers, `node --test` files): each
 names itself in its calls (`"runner": "<pid>"`), each request names its test
@@ -65,6 +72,8 @@ class RequestRules:
     keys: KeyCache
     statuses: frozenset[int]
     """The upstream statuses saved as cassettes (`cassette_record_statuses`)."""
+    closes: bool = False
+    """The test runs on an event loop of its own: each answer closes its connection (see the module's doc)."""
 
 
 UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", (), KeyCache((), ()), frozenset())
@@ -92,6 +101,7 @@ class RunningTest:
     rules: RequestRules
     options: dict[str, Any]
     runner: str
+    own_loop: bool = False
 
 
 @dataclass(slots=True)
@@ -165,7 +175,7 @@ class CurrentTest:
         self.run_rules = run_rules
         self.unattributed = unattributed
         for test, running in self.running.items():
-            running.rules = self._rules_for(test, running.options)[0]
+            running.rules = self._rules_for(test, running.options, running.own_loop)[0]
 
     def rules_for(self, request: http.Request) -> Verdict:
         """The rules of this request's test; its carrier is taken off, so no key, cassette or upstream sees it."""
@@ -267,7 +277,10 @@ class CurrentTest:
         options = body.get("options") or {}
         if not isinstance(options, dict):
             raise ControlError(f'"options" must be an object, got {options!r:.200}')
-        rules, applied, ignored = self._rules_for(test, options)
+        own_loop = body.get("own_loop", False)
+        if not isinstance(own_loop, bool):
+            raise ControlError(f'"own_loop" must be true or false, got {own_loop!r:.100}')
+        rules, applied, ignored = self._rules_for(test, options, own_loop)
         for name, reason in ignored.items():
             log.warning(f"cassette control: test {test}: option {name!r} ignored: {reason}")
         if runner.tests and test not in runner.tests:
@@ -279,7 +292,7 @@ class CurrentTest:
             other = self.running[test].runner
             self._notice(f"start of {test}{who} while it runs in runner {other or 'unnamed'}: two tests share its id")
             self._end_one(test)
-        self.running[test] = RunningTest(rules, options, runner_name)
+        self.running[test] = RunningTest(rules, options, runner_name, own_loop)
         if test not in runner.tests:
             runner.tests.append(test)
         if body.get("played") is True:
@@ -308,10 +321,12 @@ class CurrentTest:
         for test in list(runner.tests):
             self._end_one(test)
 
-    def _rules_for(self, test: str, options: dict[str, Any]) -> tuple[RequestRules, dict, dict[str, str]]:
+    def _rules_for(
+        self, test: str, options: dict[str, Any], own_loop: bool = False
+    ) -> tuple[RequestRules, dict, dict[str, str]]:
         """The run's rules with a test's options on top; raises ControlError for a value that is wrong."""
         run = self.run_rules
-        changes: dict[str, Any] = {"test": test}
+        changes: dict[str, Any] = {"test": test, "closes": own_loop}
         applied: dict[str, Any] = {}
         ignored: dict[str, str] = {}
         for name, value in options.items():
