@@ -13,7 +13,8 @@ class UpstreamRedirect:
 
     def request(self, flow: http.HTTPFlow) -> None:
         state = flow.metadata.get("cassette")  # a timed stream or a session is routed to the proxy itself
-        routed_here = getattr(state, "timed_replay", False) or getattr(state, "outcome", None) == "session"
+        outcome = getattr(getattr(state, "outcome", None), "value", None)  # proxy/state.py's Outcome, by its value
+        routed_here = getattr(state, "timed_replay", False) or outcome == "session"
         if flow.response or flow.error or not ctx.options.fake_upstream or routed_here:
             return
         scheme, address = ctx.options.fake_upstream.split("://", 1)
