@@ -9,6 +9,7 @@ import pytest
 from cassette_proxy.core.key import KeyCache, RequestFacts, identity, request_key
 from cassette_proxy.core.recipe import RecipeError, make_recipe, stored_key, stored_request
 from cassette_proxy.core.record_statuses import parse_record_statuses
+from cassette_proxy.core.request_worker import key_job, perform
 from cassette_proxy.core.volatile import PRESETS, literal_prefix, parse_value_patterns
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
@@ -287,3 +288,41 @@ def test_random_key_orders_and_numbers_together():
     random.Random(1).shuffle(fields)
     javascript = ("{" + ",".join(f'"{k}":{json.dumps(v)}' for k, v in fields) + "}").encode()
     assert request_key(facts(python)) == request_key(facts(javascript))
+
+
+LC_ID = "lc_0f3c0b8e-5c2a-4a8e-9d1e-3c1b7f9a2e11"
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        make_recipe(),  # the framework presets, on by default
+        make_recipe(["metadata.trace"], ["openai-beta"], ["pydantic-ai", r"run-[0-9]+"], ["langchain"]),
+        make_recipe().with_ignore(["metadata.trace", "messages.*.name"]),  # a test's own ignore paths
+    ],
+)
+def test_a_worker_keys_a_request_as_the_recipe_it_was_given(recipe):
+    """A big request is keyed by a worker process from the recipe's settings (request_worker.key_job): the key the
+    proxy would give it, presets at their places included. A prompt that names a preset (`llm`) is no value of it."""
+    body = {
+        "model": "m",
+        "metadata": {"trace": "run-7"},
+        "messages": [
+            {"role": "user", "content": "an llm and pydantic-ai, run-12", "name": "x"},
+            {"role": "assistant", "tool_calls": [{"id": LC_ID, "type": "function"}]},
+            {"role": "tool", "tool_call_id": LC_ID, "content": f"pyd_ai_{'a' * 32} {LC_ID}"},
+        ],
+    }
+    request = facts(json.dumps(body).encode(), headers={"openai-beta": "b,a"})
+    assert perform(key_job(request, recipe), request.body)["key"] == recipe.key_cache().key(request)
+
+
+def test_a_tests_ignore_paths_come_on_top_of_the_runs_once_each():
+    run = make_recipe(["metadata"], frameworks=["langchain"])
+    test = run.with_ignore([" metadata", "messages.*.id"])
+    assert test.paths == (("metadata",), ("messages", "*", "id"))
+    assert test.ignore == ("metadata", "messages.*.id")
+    assert (test.key_headers, test.patterns) == (run.key_headers, run.patterns)
+    assert make_recipe(**test.settings()) == test
+    with pytest.raises(ValueError, match="empty segment"):
+        run.with_ignore(["messages..id"])

@@ -125,8 +125,7 @@ class CassetteAddon:
         """Hand each collaborator its part of the run's options."""
         previous, self.options = self.options, run
         if previous is None or (previous.recipe, previous.preload) != (run.recipe, run.preload):
-            recipe = run.recipe
-            self.keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns, size=KEY_CACHE_SIZE + run.preload)
+            self.keys = run.recipe.key_cache(size=KEY_CACHE_SIZE + run.preload)
         self.report.started(run.mode)
         self.recorder.configure(run.redact_rules, run.redact_specs, run.record_statuses, run.recipe.to_json())
         self.replayer.configure(run.root, run.max_size, REPLAY_CACHE_SIZE + run.preload, run.replay_speed)
@@ -141,9 +140,7 @@ class CassetteAddon:
             run.started_by,
             run.recipe,
         )
-        run_rules = RequestRules(
-            None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
-        )
+        run_rules = RequestRules(None, run.mode, run.repeats, run.scope, run.recipe, self.keys, run.record_statuses)
         self.control.configure(run.control_token, run_rules, run.unattributed)
 
     def running(self) -> None:
@@ -155,7 +152,7 @@ class CassetteAddon:
         self.routes = RouteTable.of_servers(servers.servers, dict(run.route_names))
         self.report.started(run.mode, self.routes.names())
         if run.mode in ("replay", "record") and run.preload:
-            preload = self.replayer.preload_logged(run.preload, dict(run.recipe_options), self.keys.remember)
+            preload = self.replayer.preload_logged(run.preload, run.recipe.settings(), self.keys.remember)
             self.preloading = asyncio.get_running_loop().create_task(preload)
         if run.ready_file is not None:
             write_ready_file(run.ready_file, run.mode, servers.servers)
@@ -230,7 +227,7 @@ class CassetteAddon:
             # and stored without the port, so they replay whatever port the server gets.
             facts = facts._replace(port=DEFAULT_PORTS[facts.scheme])
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
-        key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
+        key = await key_in_worker(facts, rules.recipe) if big else rules.keys.key(facts)
         relative = self._cassette_name(facts, key, rules, is_upgrade(flow.request))
         # In record mode an MCP session is kept whole on the server (core/mcp.py, `keeps_session`): its new
         # requests then go live with a session id the server issued, never a replayed one.

@@ -54,7 +54,7 @@ async def miss(
     if big:  # parsed, redacted and compared by a worker process
         request = stored_request(facts._replace(body=b""), key_headers)
         search = closest_in_worker(
-            facts, key_headers, list(options.redact_specs), dict(options.recipe_options), endpoint, options.root
+            facts, key_headers, list(options.redact_specs), options.recipe.settings(), endpoint, options.root
         )
     else:
         request = stored_request(facts, key_headers)

@@ -37,9 +37,10 @@ from mitmproxy import http
 
 from ..core.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
 from ..core.defaults import MODES, REPEATS
-from ..core.key import KeyCache, parse_ignore_paths
+from ..core.key import KeyCache
 from ..core.per_test import SCOPES
 from ..core.printable import logger
+from ..core.recipe import Recipe, make_recipe
 from ..core.record_statuses import parse_record_statuses
 from ..core.report import Report
 from .errors import error_response, json_response
@@ -62,13 +63,16 @@ class RequestRules:
     mode: str
     repeats: str
     scope: str
-    ignore: tuple[tuple[str, ...], ...]
+    recipe: Recipe
+    """The key settings: the run's, with a test's own ignore paths on top."""
     keys: KeyCache
+    """The keys of requests under `recipe` (`recipe.key_cache()`)."""
     statuses: frozenset[int]
     """The upstream statuses saved as cassettes (`cassette_record_statuses`)."""
 
 
-UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", (), KeyCache((), ()), frozenset())
+_NO_RECIPE = make_recipe((), (), (), ())
+UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", _NO_RECIPE, _NO_RECIPE.key_cache(), frozenset())
 """The rules before configure() has run: replay, the mode that never reaches the network."""
 
 
@@ -296,11 +300,10 @@ class CurrentTest:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ControlError(f"test {test}: ignore must be a list of dotted paths, got {value!r:.200}")
                 try:
-                    extra = parse_ignore_paths(value)
+                    recipe = run.recipe.with_ignore(value)
                 except ValueError as e:
                     raise ControlError(f"test {test}: ignore: {e}") from None
-                changes["ignore"] = run.ignore + tuple(p for p in extra if p not in run.ignore)
-                changes["keys"] = KeyCache(run.keys.key_headers, changes["ignore"], run.keys.values)
+                changes["recipe"], changes["keys"] = recipe, recipe.key_cache()
                 applied[name] = value
                 continue
             if name == "record_statuses":

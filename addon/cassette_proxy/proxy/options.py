@@ -291,9 +291,8 @@ class RunOptions:
     hosts: HostScope
     allowed_hosts: HostScope
     recipe: Recipe
-    """The key settings: cassette_ignore, cassette_key_headers, cassette_ignore_values, cassette_frameworks."""
-    recipe_options: Mapping[str, list[str]]
-    """Those four as given: what a worker process builds the same recipe from (so the same keys by construction)."""
+    """The key settings: cassette_ignore, cassette_key_headers, cassette_ignore_values, cassette_frameworks (a worker
+    process rebuilds it from `recipe.settings()`)."""
     redact_rules: tuple[redact.Rule, ...]
     redact_specs: tuple[str, ...]
     """cassette_redact as given, for a worker process to parse alike."""
@@ -396,7 +395,6 @@ def parse_options(opts: Any) -> RunOptions:
         hosts=parse_host_globs("cassette_hosts", opts.cassette_hosts, required=True),
         allowed_hosts=parse_host_globs("cassette_allow_hosts", opts.cassette_allow_hosts),
         recipe=parse_recipe(recipe_options),
-        recipe_options=recipe_options,
         redact_rules=_named("cassette_redact", lambda: redact.parse_rules(opts.cassette_redact)),
         redact_specs=tuple(opts.cassette_redact),
         record_statuses=_named(

@@ -181,7 +181,7 @@ class Sessions:
         self.keyed_with, self.redact_rules, self.started_by = keyed_with, redact_rules, started_by
 
     def settings(self, rules: RequestRules) -> MatchSettings:
-        return MatchSettings(tuple(rules.keys.ignore), tuple(rules.keys.values), self.session_ignore)
+        return rules.recipe.match_settings(self.session_ignore)
 
     # -- replay ------------------------------------------------------------------------------------------------
 
@@ -266,7 +266,7 @@ class Sessions:
             cassette = nearest[0]["cassette"] if nearest else relative
             return cassette, text, list(nearest[0]["differences"]) if nearest else []
 
-        choice = TurnChoice(target.request or {"url": target.url}, rules.keys, lookup, missed, self.given)
+        choice = TurnChoice(target.request or {"url": target.url}, rules.recipe, lookup, missed, self.given)
         play = SessionPlay(
             choice=choice,  # type: ignore[arg-type]  # the same interface, turn by turn
             shape=RESPONSES,
@@ -453,12 +453,12 @@ class Sessions:
         """A Responses WebSocket connection saved turn by turn: each complete turn without a recording gets one
         (record mode keeps a recorded turn, update mode replaces it), at its key in the upgrade's folder."""
         target = recording.target
-        keys = recording.rules.keys if recording.rules is not None else None
+        recipe = recording.rules.recipe if recording.rules is not None else (self.recipe or Recipe())
         url = redact.loggable_url(target.request["url"])
         try:
             for turn in turns.turns:
                 request = twin_request(target.request, keyed_body(turn.body, self.given))
-                key = turn_key(request, keys if keys is not None else (self.recipe or Recipe()))
+                key = turn_key(request, recipe)
                 if not turn.complete:
                     self._not_saved(
                         target,
