@@ -6,7 +6,7 @@ import random
 from decimal import Decimal
 
 import pytest
-from cassette_proxy.core.key import KeyCache, RequestFacts, identity, request_key
+from cassette_proxy.core.key import KeyCache, RequestFacts, exact_facts, identity, keyed, preset_values, request_key
 from cassette_proxy.core.recipe import RecipeError, make_recipe, stored_key, stored_request
 from cassette_proxy.core.record_statuses import parse_record_statuses
 from cassette_proxy.core.request_worker import key_job, perform
@@ -326,3 +326,34 @@ def test_a_tests_ignore_paths_come_on_top_of_the_runs_once_each():
     assert make_recipe(**test.settings()) == test
     with pytest.raises(ValueError, match="empty segment"):
         run.with_ignore(["messages..id"])
+
+
+PRESET_BODIES = [
+    {"model": "m", "messages": [{"role": "user", "content": "no id here"}]},
+    {"messages": [{"role": "assistant", "tool_calls": [{"id": LC_ID}]}, {"role": "tool", "tool_call_id": LC_ID}]},
+    {"messages": [{"role": "tool", "tool_call_id": f"pyd_ai_{'b' * 32}", "content": f"pyd_ai_{'c' * 32}"}]},
+    {"input": [{"type": "function_call", "call_id": LC_ID}], "prompt_cache_key": f"agents-sdk:run:{'d' * 32}"},
+    {"messages": [{"role": "tool", "tool_call_id": "call_1", "content": "the id of an llm"}]},  # no preset's shape
+]
+
+
+@pytest.mark.parametrize("body", PRESET_BODIES)
+@pytest.mark.parametrize(
+    "recipe", [make_recipe(), make_recipe(["messages.0"], (), [r"run-[0-9]+"]), make_recipe(frameworks=())]
+)
+def test_one_walk_gives_the_key_and_what_the_presets_replaced(body, recipe):
+    """`keyed` (one parse, one walk) answers what `request_key` and `preset_values` answer apart, and so does the
+    key cache, from a fresh entry and from one the preload sent with its presets or without them."""
+    request = facts(json.dumps(body).encode())
+    both = request_key(request, *_parts(recipe)), preset_values(request, recipe.paths, recipe.patterns)
+    assert keyed(request, *_parts(recipe)) == both
+    assert recipe.key_cache().keyed(request) == both
+    for sent in (None, both[1]):
+        cache = recipe.key_cache()
+        cache.remember(exact_facts(request), both[0], sent)
+        assert cache.keyed(request) == both
+        assert cache.keyed(request) == both  # kept
+
+
+def _parts(recipe):
+    return recipe.key_headers, recipe.paths, recipe.patterns

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -105,6 +105,18 @@ class Runner:
     """Its tests that run now, in the order they started."""
 
 
+_CARRIERS = (TEST_HEADER.encode(), BAGGAGE_HEADER.encode())
+
+
+def _carries_a_test(fields: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether a header may carry a test's name (`x-cassette-test`, `baggage`): one pass over the raw fields, where
+    each `Headers` lookup decodes and compares every field."""
+    for name, _ in fields:  # noqa: SIM110 (a loop: on 20 fields a generator costs more than the tests)
+        if name.lower() in _CARRIERS:
+            return True
+    return False
+
+
 class ControlError(ValueError):
     """A control request this proxy cannot act on; the message says why (answered 400)."""
 
@@ -150,6 +162,8 @@ class CurrentTest:
     def rules_for(self, request: http.Request) -> Verdict:
         """The rules of this request's test; its carrier is taken off, so no key, cassette or upstream sees it."""
         headers = request.headers
+        if len(self.running) <= 1 and len(self.runners) <= 1 and not _carries_a_test(headers.fields):
+            return Verdict(self.rules)  # a serial runner and no carrier, nearly every request: one pass, no lookups
         header = headers.pop(TEST_HEADER, None)
         member = None
         baggage = headers.get(BAGGAGE_HEADER)
