@@ -251,7 +251,7 @@ class CassetteAddon:
             return
         if rules.mode == "replay":
             endpoint = Path(run.root_prefix + relative).parent
-            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, mcp)
+            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, big, mcp)
             state.outcome = "miss"
             self.report.missed(entry)
             return
