@@ -59,7 +59,9 @@ HOST = "127.0.0.1"
 SUITE_CALLS = 50
 WARM_UP = 100
 """Requests sent to each system of part 1 before it is measured."""
-PARTS = ("throughput", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord", "bigrequest", "vcr")
+PARTS = (
+    "throughput", "firstsight", "scale", "miss", "suite", "misses", "big", "burst", "bigrecord", "bigrequest", "vcr"
+)  # fmt: skip
 """`miss` (the openai SDK's time to an exception) uses the cassettes of `throughput`, so it runs only with it."""
 RUNNING: list[Mitmdump] = []
 """Every mitmdump started, so that an error anywhere still stops them all (by PID) on the way out."""
@@ -126,13 +128,19 @@ class Mitmdump:
 
 
 def ours(
-    folder: Path, cassettes: Path, mode: str = "replay", name: str = "ours", preload: int | None = None
+    folder: Path,
+    cassettes: Path,
+    mode: str = "replay",
+    name: str = "ours",
+    preload: int | None = None,
+    addon: Path = ADDON,
 ) -> Mitmdump:
+    """`addon`: the entry script of the code to run (another tree's `addon/cassette.py`: its package, its workers)."""
     preloading = [] if preload is None else ["--set", f"cassette_preload={preload}"]
     return Mitmdump(
         name,
         folder,
-        ["-s", str(ADDON), "--set", f"cassette_dir={cassettes}", "--set", f"cassette_hosts={HOST}",
+        ["-s", str(addon), "--set", f"cassette_dir={cassettes}", "--set", f"cassette_hosts={HOST}",
          "--set", f"cassette_mode={mode}", "--set", f"cassette_report={folder / name / 'report.json'}", *preloading],
     )  # fmt: skip
 
@@ -324,6 +332,58 @@ def part_throughput(folder: Path, upstream: FakeUpstream, rounds: int, total: in
     }
 
 
+def part_first_sight(folder: Path, port: int, rounds: int, total: int, trees: dict[str, Path]) -> dict:
+    """First-sight hits (preloaded, the default) of several versions of the code side by side, against the floor:
+    each tree's `addon/cassette.py` on the same cassettes, interleaved rounds (order rotated), 1 and 8 clients;
+    each ratio the median of the per-round ratios to that round's floor. A second floor is the noise control."""
+    first_sight_count = (1 + rounds * 2) * total
+    requests = synthetic_requests(port, list(range(first_sight_count)))
+    cassettes = folder / "firstsight-cassettes"
+    write_synthetic_cassettes(cassettes, port, 0, first_sight_count)
+    probe = requests[0]
+    systems = {"floor": floor(folder, name="fs_floor").start(), "floor_again": floor(folder, name="fs_floor_again")}
+    systems["floor_again"].start()
+    for label, tree in trees.items():
+        systems[label] = ours(folder, cassettes, name=f"fs_{label}", addon=tree / "addon" / "cassette.py")
+        systems[label].start(probe)
+    unseen = {name: iter(range(total, first_sight_count, total)) for name in trees}  # slice 0: probe and warm-up
+    sent = dict.fromkeys(systems, 0)
+    results: dict[str, dict[int, list[load.Measurement]]] = {name: {1: [], 8: []} for name in systems}
+    try:
+        order = list(systems)
+        for name in order:  # warm up every path once, on slice 0 (the probe's)
+            load.measure(HOST, systems[name].port, requests[:total], WARM_UP, 1)
+            sent[name] += WARM_UP
+        for r in range(rounds):
+            for concurrency in (1, 8):
+                for name in order[r % len(order) :] + order[: r % len(order)]:
+                    batch = requests[next(unseen[name]) :][:total] if name in unseen else requests[:total]
+                    measured = systems[name].measure(batch, total, concurrency)
+                    results[name][concurrency].append(measured)
+                    sent[name] += measured.requests
+    finally:
+        for system in systems.values():
+            system.stop()
+    for label in trees:
+        report = json.loads((folder / f"fs_{label}" / "report.json").read_text())
+        if report["counts"]["hits"] != sent[label] + 1 or report["counts"]["misses"]:
+            raise RuntimeError(f"{label}: not all replays were hits: {report['counts']}")
+    ratios = {}
+    for name in [*trees, "floor_again"]:
+        for c in (1, 8):
+            pairs = list(zip(results[name][c], results["floor"][c], strict=True))
+            ratios[f"{name}/floor req/s c={c}"] = round(statistics.median(a.rps / b.rps for a, b in pairs), 3)
+            ratios[f"{name}/floor req/s c={c} rounds"] = sorted(round(a.rps / b.rps, 3) for a, b in pairs)
+            cpu = cpu_ms_per_request(results["floor"][c]) / cpu_ms_per_request(results[name][c])
+            ratios[f"floor/{name} CPU c={c}"] = round(cpu, 3)
+    return {
+        "trees": {label: str(tree) for label, tree in trees.items()},
+        "requests_per_round": total,
+        "systems": {name: {str(c): summary(runs) for c, runs in by_c.items()} for name, by_c in results.items()},
+        "ratios": ratios,
+    }
+
+
 def part_scale(folder: Path, port: int, counts: list[int], server_replay_max: int, hits: int) -> list[dict]:
     cassettes, flows = folder / "scale-cassettes", folder / "scale-flows.mitm"
     rows, have = [], 0
@@ -497,6 +557,7 @@ def markdown(results: dict) -> str:
     ]
     for part, section in (
         ("throughput", markdown_throughput),
+        ("firstsight", markdown_first_sight),
         ("scale", markdown_scale),
         ("miss", markdown_miss),
         ("suite", markdown_suite),
@@ -552,6 +613,27 @@ def markdown_throughput(results: dict) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Ratios (req/s: median of the per-round ratios; CPU: over all requests; above 1 favours ours): "]
     lines[-1] += ", ".join(f"{k} = **{v}**" for k, v in r.items())
+    return lines
+
+
+def markdown_first_sight(results: dict) -> list[str]:
+    t = results["firstsight"]
+    r = t["ratios"]
+    lines = [
+        f"**First-sight hits, versions side by side** ({results['rounds']} interleaved rounds of "
+        f"{t['requests_per_round']} requests; each ratio the median of the per-round ratios to the floor)",
+        "",
+        "| system | req/s (1 client) | ÷ floor | proxy CPU ms/req | req/s (8 clients) | ÷ floor | proxy CPU ms/req |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, figures in t["systems"].items():
+        one, eight = figures["1"], figures["8"]
+        ratio = {c: r.get(f"{name}/floor req/s c={c}", 1.0) for c in (1, 8)}
+        label = f"{name} ({t['trees'][name]})" if name in t["trees"] else name
+        lines.append(
+            f"| {label} | {one['rps']} | {ratio[1]:.3f} | {one['proxy_cpu_ms_per_request']} | {eight['rps']} | "
+            f"{ratio[8]:.3f} | {eight['proxy_cpu_ms_per_request']} |"
+        )
     return lines
 
 
@@ -713,6 +795,13 @@ def main() -> None:
         default=10_000,
         help="largest flow count to load into --server-replay (100000 adds about 4 minutes and 1 GB)",
     )
+    parser.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="LABEL=TREE",
+        help="part firstsight: also run the code of TREE (a `git worktree add --detach TREE REV`) as LABEL",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results", help="folder for the JSON results")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)}")
     parser.add_argument("--miss-counts", default="200,2000,20000,100000", help="cassettes in the miss's folder")
@@ -740,6 +829,10 @@ def main() -> None:
         if "throughput" in parts:
             print("1. replay throughput and latency ...", flush=True)
             results["throughput"] = part_throughput(folder, upstream, rounds, total)
+        if "firstsight" in parts:
+            trees = {"this": HERE.parent, **dict(_labelled(code) for code in args.code)}
+            print(f"1b. first-sight hits of {', '.join(trees)} against the floor ...", flush=True)
+            results["firstsight"] = part_first_sight(folder, port, rounds, total, trees)
         if "scale" in parts:
             print("2. scale with the number of cassettes ...", flush=True)
             results["scale"] = part_scale(folder, port, counts, args.server_replay_max, hits=1_000)
@@ -817,6 +910,13 @@ def main() -> None:
     print(markdown(results))
     print(f"\nJSON: {out}  (full run {results['seconds']} s; removing {folder} ...)", flush=True)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _labelled(code: str) -> tuple[str, Path]:
+    label, equals, tree = code.partition("=")
+    if not equals or not (Path(tree) / "addon" / "cassette.py").is_file():
+        raise SystemExit(f"--code {code!r}: write LABEL=TREE, TREE a source tree holding addon/cassette.py")
+    return label, Path(tree).resolve()
 
 
 if __name__ == "__main__":

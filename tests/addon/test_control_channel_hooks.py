@@ -150,10 +150,10 @@ def test_marker_options_apply_known_and_ignore_unknown_with_a_log_line(proxy, ca
     assert list(body["ignored"]) == ["frobnicate"]
     assert "option 'frobnicate' ignored" in caplog.text
     rules = proxy.control.rules
-    assert (rules.repeats, rules.scope, rules.ignore) == ("sequence", "test", (("metadata", "trace_id"),))
+    assert (rules.repeats, rules.scope, rules.recipe.paths) == ("sequence", "test", (("metadata", "trace_id"),))
     assert rules.statuses == frozenset({200, 404})
     proxy.send(control_flow("/v1/test/end", {"test": "t::a"}))
-    assert (proxy.control.rules.repeats, proxy.control.rules.ignore) == ("reuse", ())
+    assert (proxy.control.rules.repeats, proxy.control.rules.recipe.paths) == ("reuse", ())
 
 
 def test_a_replay_run_stays_offline_whatever_a_test_asks(proxy):

@@ -43,7 +43,7 @@ def proxy(tmp_path):
         def run(flow, break_key: bool = False, **options) -> Addon:
             configure(tctx, addon, cassette_dir=str(tmp_path / "cassettes"), **options)
             if break_key:
-                addon.keys.key = lambda facts: 1 / 0
+                addon.keys.keyed = lambda facts: 1 / 0
             tctx.master.event_loop.run_until_complete(addon.request(flow))
             return addon
 

@@ -29,7 +29,7 @@ def test_our_own_error_quoting_the_clients_key_answers_and_logs_without_it(tmp_p
     with taddons.context(addon, Proxyserver()) as tctx:
         tctx.options.update(cassette_dir=str(tmp_path / "cassettes"), cassette_mode="replay")
         addon.configure(set(tctx.options.keys()))
-        addon.keys.key = failing
+        addon.keys.keyed = failing
         with caplog.at_level(logging.ERROR):
             tctx.master.event_loop.run_until_complete(addon.request(flow))
         addon.report.write(tmp_path / "report.json")

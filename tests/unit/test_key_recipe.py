@@ -6,9 +6,10 @@ import random
 from decimal import Decimal
 
 import pytest
-from cassette_proxy.core.key import KeyCache, RequestFacts, identity, request_key
+from cassette_proxy.core.key import KeyCache, RequestFacts, exact_facts, identity, keyed, preset_values, request_key
 from cassette_proxy.core.recipe import RecipeError, make_recipe, stored_key, stored_request
 from cassette_proxy.core.record_statuses import parse_record_statuses
+from cassette_proxy.core.request_worker import key_job, perform
 from cassette_proxy.core.volatile import PRESETS, literal_prefix, parse_value_patterns
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
@@ -287,3 +288,72 @@ def test_random_key_orders_and_numbers_together():
     random.Random(1).shuffle(fields)
     javascript = ("{" + ",".join(f'"{k}":{json.dumps(v)}' for k, v in fields) + "}").encode()
     assert request_key(facts(python)) == request_key(facts(javascript))
+
+
+LC_ID = "lc_0f3c0b8e-5c2a-4a8e-9d1e-3c1b7f9a2e11"
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        make_recipe(),  # the framework presets, on by default
+        make_recipe(["metadata.trace"], ["openai-beta"], ["pydantic-ai", r"run-[0-9]+"], ["langchain"]),
+        make_recipe().with_ignore(["metadata.trace", "messages.*.name"]),  # a test's own ignore paths
+    ],
+)
+def test_a_worker_keys_a_request_as_the_recipe_it_was_given(recipe):
+    """A big request is keyed by a worker process from the recipe's settings (request_worker.key_job): the key the
+    proxy would give it, presets at their places included. A prompt that names a preset (`llm`) is no value of it."""
+    body = {
+        "model": "m",
+        "metadata": {"trace": "run-7"},
+        "messages": [
+            {"role": "user", "content": "an llm and pydantic-ai, run-12", "name": "x"},
+            {"role": "assistant", "tool_calls": [{"id": LC_ID, "type": "function"}]},
+            {"role": "tool", "tool_call_id": LC_ID, "content": f"pyd_ai_{'a' * 32} {LC_ID}"},
+        ],
+    }
+    request = facts(json.dumps(body).encode(), headers={"openai-beta": "b,a"})
+    assert perform(key_job(request, recipe), request.body)["key"] == recipe.key_cache().key(request)
+
+
+def test_a_tests_ignore_paths_come_on_top_of_the_runs_once_each():
+    run = make_recipe(["metadata"], frameworks=["langchain"])
+    test = run.with_ignore([" metadata", "messages.*.id"])
+    assert test.paths == (("metadata",), ("messages", "*", "id"))
+    assert test.ignore == ("metadata", "messages.*.id")
+    assert (test.key_headers, test.patterns) == (run.key_headers, run.patterns)
+    assert make_recipe(**test.settings()) == test
+    with pytest.raises(ValueError, match="empty segment"):
+        run.with_ignore(["messages..id"])
+
+
+PRESET_BODIES = [
+    {"model": "m", "messages": [{"role": "user", "content": "no id here"}]},
+    {"messages": [{"role": "assistant", "tool_calls": [{"id": LC_ID}]}, {"role": "tool", "tool_call_id": LC_ID}]},
+    {"messages": [{"role": "tool", "tool_call_id": f"pyd_ai_{'b' * 32}", "content": f"pyd_ai_{'c' * 32}"}]},
+    {"input": [{"type": "function_call", "call_id": LC_ID}], "prompt_cache_key": f"agents-sdk:run:{'d' * 32}"},
+    {"messages": [{"role": "tool", "tool_call_id": "call_1", "content": "the id of an llm"}]},  # no preset's shape
+]
+
+
+@pytest.mark.parametrize("body", PRESET_BODIES)
+@pytest.mark.parametrize(
+    "recipe", [make_recipe(), make_recipe(["messages.0"], (), [r"run-[0-9]+"]), make_recipe(frameworks=())]
+)
+def test_one_walk_gives_the_key_and_what_the_presets_replaced(body, recipe):
+    """`keyed` (one parse, one walk) answers what `request_key` and `preset_values` answer apart, and so does the
+    key cache, from a fresh entry and from one the preload sent with its presets or without them."""
+    request = facts(json.dumps(body).encode())
+    both = request_key(request, *_parts(recipe)), preset_values(request, recipe.paths, recipe.patterns)
+    assert keyed(request, *_parts(recipe)) == both
+    assert recipe.key_cache().keyed(request) == both
+    for sent in (None, both[1]):
+        cache = recipe.key_cache()
+        cache.remember(exact_facts(request), both[0], sent)
+        assert cache.keyed(request) == both
+        assert cache.keyed(request) == both  # kept
+
+
+def _parts(recipe):
+    return recipe.key_headers, recipe.paths, recipe.patterns

@@ -62,7 +62,10 @@ class HostScope:
 
     def covers(self, host: str, path: str) -> bool:
         """Whether a request for `host` and `path` (its query aside) is under cassette control."""
-        host = normal_host(host)
+        return self.covers_normal(normal_host(host), path)
+
+    def covers_normal(self, host: str, path: str) -> bool:
+        """`covers` for a host already through `key.normal_host` (the request hook has it: once per request)."""
         if self._whole.match(host) is not None:
             return True
         path = path.partition("?")[0]

@@ -288,9 +288,14 @@ def parse_json_body(body: bytes) -> tuple[bool, Any]:
 
 
 def canonical_body(
-    body: bytes, content_type: str, ignore: Sequence[Sequence[str]] = (), values: Sequence[ValuePattern] = ()
+    body: bytes,
+    content_type: str,
+    ignore: Sequence[Sequence[str]] = (),
+    values: Sequence[ValuePattern] = (),
+    replaced: list[Replaced] | None = None,
 ) -> Any:
-    """The body as the key sees it: parsed JSON, multipart parts, or a digest of the bytes.
+    """The body as the key sees it: parsed JSON, multipart parts, or a digest of the bytes; `replaced`, when given,
+    gets the values the patterns replaced (`volatile.with_placeholders`).
 
     JSON is recognised by parsing, not by content type, because SDKs and users
     are careless with the header and the key must not depend on it.
@@ -299,7 +304,7 @@ def canonical_body(
         return None
     is_json, value = parse_json_for_key(body)
     if is_json:
-        return {"json": with_placeholders(without_paths(value, ignore), values, body)}
+        return {"json": with_placeholders(without_paths(value, ignore), values, body, replaced)}
     if content_type.lower().startswith("multipart/"):
         parts = multipart_parts(body, content_type)
         if parts is not None:
@@ -361,8 +366,9 @@ def identity(
     key_headers: Iterable[str] = (),
     ignore: Sequence[Sequence[str]] = (),
     values: Sequence[ValuePattern] = (),
+    replaced: list[Replaced] | None = None,
 ) -> dict[str, Any]:
-    """The JSON object whose hash is the key (documented in docs/key.md)."""
+    """The JSON object whose hash is the key (documented in docs/key.md); `replaced`: see `canonical_body`."""
     lowered = {name.lower(): value for name, value in facts.headers.items()}
     if "//" in facts.path:  # `//ws/…` and `/ws/…`: one request, as the endpoint folder has it (location.py)
         facts = facts._replace(path=_REPEATED_SLASHES.sub("/", facts.path))
@@ -374,7 +380,7 @@ def identity(
             for name in sorted(h.lower() for h in key_headers)
             if name in lowered
         },
-        "body": canonical_body(facts.body, facts.content_type, ignore, values),
+        "body": canonical_body(facts.body, facts.content_type, ignore, values, replaced),
     }
 
 
@@ -396,18 +402,37 @@ def request_key(
     return key_of(identity(facts, key_headers, ignore, values))
 
 
+def keyed(
+    facts: RequestFacts,
+    key_headers: Iterable[str] = (),
+    ignore: Sequence[Sequence[str]] = (),
+    values: Sequence[ValuePattern] = (),
+) -> tuple[str, tuple[Replaced, ...]]:
+    """`request_key` and `preset_values` from one parse and one walk of the body: the presets' replacements are
+    recorded by the walk that makes the key, only when a preset is among `values` and could match the body."""
+    presets = [pattern for pattern in values if pattern.preset]
+    if not presets or not could_match(facts.body, presets):
+        return request_key(facts, key_headers, ignore, values), ()
+    replaced: list[Replaced] = []
+    key = key_of(identity(facts, key_headers, ignore, values, replaced))
+    return key, tuple(r for r in replaced if r.preset)
+
+
 KEY_CACHE_SIZE = 1024
 """Keys kept for requests this run has seen, beyond those the preload computes for its cassettes."""
 
 
 class KeyCache:
-    """The keys of requests this run has already seen, by their exact facts.
+    """The keys of requests this run has already seen, by their exact facts, with what the presets replaced.
 
     Canonical JSON (parse the body, dump it with sorted keys) is the largest
     part of a hit that is ours, and a suite sends many requests more than
     once: a fixture per test, parametrised tests, retries. The same facts
     always give the same key, so the cache is exact; it holds at most `size`
-    entries, and none for a body above `max_body` bytes.
+    entries, and none for a body above `max_body` bytes. Each entry also holds
+    the values the framework presets replaced in that request (`preset_values`,
+    for the run report), found by the same walk as the key (`keyed`), so a
+    request's body is parsed once and a hit on a kept entry parses nothing.
     """
 
     def __init__(
@@ -423,42 +448,43 @@ class KeyCache:
         self.values = values
         self.size = size
         self.max_body = max_body
-        self._keys: dict[ExactFacts, str] = {}
-        self._presets: dict[ExactFacts, tuple[Replaced, ...]] = {}
-        self._preset_patterns = tuple(pattern for pattern in values if pattern.preset)
+        self._keys: dict[ExactFacts, tuple[str, tuple[Replaced, ...] | None]] = {}
+        """Facts -> (key, preset values); None: not looked for yet (a key the preload sent without them)."""
+        self._presets = tuple(pattern for pattern in values if pattern.preset)
 
-    def preset_values(self, facts: RequestFacts) -> tuple[Replaced, ...]:
-        """`preset_values` under this cache's recipe, kept like the keys: a suite repeats its requests."""
-        if not self._preset_patterns or not could_match(facts.body, self._preset_patterns):  # nearly every request
-            return ()
+    def keyed(self, facts: RequestFacts) -> tuple[str, tuple[Replaced, ...]]:
+        """The key of `facts` and the values the framework presets replaced in it (`key.keyed`)."""
         if len(facts.body) > self.max_body:
-            return preset_values(facts, self.ignore, self.values)
+            return keyed(facts, self.key_headers, self.ignore, self.values)
         exact = exact_facts(facts)
-        found = self._presets.get(exact)
+        found = self._keys.get(exact)
         if found is None:
-            found = preset_values(facts, self.ignore, self.values)
-            if len(self._presets) >= self.size:
-                del self._presets[next(iter(self._presets))]
-            self._presets[exact] = found
-        return found
+            key, replaced = keyed(facts, self.key_headers, self.ignore, self.values)
+            self._keep(exact, key, replaced)
+            return key, replaced
+        key, presets = found
+        if presets is None:  # preloaded: the presets are looked for on the request's first sight, then kept
+            presets = preset_values(facts, self.ignore, self.values) if self._could_match(facts.body) else ()
+            self._keys[exact] = (key, presets)
+        return key, presets
 
     def key(self, facts: RequestFacts) -> str:
-        if len(facts.body) > self.max_body:
-            return request_key(facts, self.key_headers, self.ignore, self.values)
-        exact = exact_facts(facts)
-        key = self._keys.get(exact)
-        if key is None:
-            key = request_key(facts, self.key_headers, self.ignore, self.values)
-            self.remember(exact, key)
-        return key
+        return self.keyed(facts)[0]
 
-    def remember(self, exact: ExactFacts, key: str) -> None:
+    def _could_match(self, body: bytes) -> bool:
+        return bool(self._presets) and could_match(body, self._presets)
+
+    def remember(self, exact: ExactFacts, key: str, presets: tuple[Replaced, ...] | None = None) -> None:
         """Keep `key` for the facts `exact` (`exact_facts`), which must be what this cache's recipe keys them to:
-        the preload sends the facts an SDK would send for each cassette, keyed by the same function."""
+        the preload sends the facts an SDK would send for each cassette, keyed by the same function, with the
+        values the presets replaced in them (`presets`; None: not known, looked for on the first request)."""
         if exact not in self._keys:
-            if len(self._keys) >= self.size:
-                del self._keys[next(iter(self._keys))]
-            self._keys[exact] = key
+            self._keep(exact, key, presets)
+
+    def _keep(self, exact: ExactFacts, key: str, presets: tuple[Replaced, ...] | None) -> None:
+        if len(self._keys) >= self.size:
+            del self._keys[next(iter(self._keys))]
+        self._keys[exact] = (key, presets)
 
 
 def exact_facts(facts: RequestFacts) -> ExactFacts:

@@ -11,8 +11,8 @@ key from the files alone.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -21,7 +21,9 @@ from .defaults import DEFAULT_KEY_HEADERS
 from .frameworks import DEFAULT_FRAMEWORKS, framework_patterns, parse_frameworks
 from .key import (
     DEFAULT_PORTS,
+    KEY_CACHE_SIZE,
     RECIPE_VERSION,
+    KeyCache,
     RequestFacts,
     identity,
     key_of,
@@ -29,6 +31,7 @@ from .key import (
     preset_values,
     public_url,
 )
+from .session_match import DEFAULT_SESSION_IGNORE, MatchSettings
 from .volatile import Replaced, ValuePattern, expressions, parse_value_patterns
 
 
@@ -42,7 +45,12 @@ class RecipeError(ValueError):
 
 @dataclass(frozen=True)
 class Recipe:
-    """Ignore paths, key headers, value patterns and framework presets as given, with their parsed forms."""
+    """Ignore paths, key headers, value patterns and framework presets as given, with their parsed forms.
+
+    The one carrier of the key settings: it builds what keys and matches under them (`key_cache`,
+    `match_settings`), a test's own ignore paths make a recipe of their own (`with_ignore`), and a worker process
+    rebuilds the same recipe from `settings()` (so the same keys by construction).
+    """
 
     ignore: tuple[str, ...] = ()
     key_headers: tuple[str, ...] = DEFAULT_KEY_HEADERS
@@ -53,6 +61,34 @@ class Recipe:
     paths: tuple[tuple[str, ...], ...] = field(default=(), compare=False, repr=False)
     patterns: tuple[ValuePattern, ...] = field(default=(), compare=False, repr=False)
     """The framework presets' patterns, then the value patterns: what `key.identity` replaces."""
+
+    def key_cache(self, size: int = KEY_CACHE_SIZE) -> KeyCache:
+        """The keys of the requests a run sees, computed under these settings."""
+        return KeyCache(self.key_headers, self.paths, self.patterns, size=size)
+
+    def match_settings(self, session_ignore: tuple[str, ...] = DEFAULT_SESSION_IGNORE) -> MatchSettings:
+        """What a session's client messages are matched under: these ignore paths and value patterns, and the
+        session's own ignore paths (`cassette_session_ignore`)."""
+        return MatchSettings(self.paths, self.patterns, session_ignore)
+
+    def with_ignore(self, extra: Sequence[str]) -> Recipe:
+        """These settings with the ignore paths `extra` too (a test's own), each path once; ValueError for a path
+        that cannot work (`key.parse_ignore_paths`)."""
+        texts, paths = list(self.ignore), list(self.paths)
+        for text, path in zip(extra, parse_ignore_paths(extra), strict=True):
+            if path not in paths:
+                texts.append(text.strip())
+                paths.append(path)
+        return replace(self, ignore=tuple(texts), paths=tuple(paths))
+
+    def settings(self) -> dict[str, list[str]]:
+        """The four settings as `make_recipe` takes them: what a worker process rebuilds this recipe from."""
+        return {
+            "ignore": list(self.ignore),
+            "key_headers": list(self.key_headers),
+            "ignore_values": list(self.ignore_values),
+            "frameworks": list(self.frameworks),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """`keyed_with` of a cassette."""

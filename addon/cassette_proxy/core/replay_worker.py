@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
-from .key import ExactFacts, exact_facts, request_key
+from .key import ExactFacts, exact_facts, keyed
 from .recipe import Recipe, facts_of, make_recipe
 from .replay_cache import Replay, replay_of, stamp_of, wire_fields
+from .volatile import Replaced
 
 WORKER_NICENESS = 10
 """How much lower than the proxy a worker runs (`os.nice`), one request's or the preload: with fewer free cores
@@ -57,12 +58,14 @@ def head_of(replay: Replay) -> dict[str, Any]:
     return {name: value for name, value in replay.cassette["response"].items() if name != "body"}
 
 
-def sdk_request(cassette: dict[str, Any], recipe: Recipe) -> list[Any] | None:
+def sdk_request(cassette: dict[str, Any], recipe: Recipe) -> tuple[list[Any], list[list[str]]] | None:
     """The exact facts (`key.exact_facts`, as JSON) of the request an httpx-based SDK sends for this cassette
     (openai, anthropic and most Python clients; Node's JSON.stringify writes the same bytes): the stored JSON
     body in compact form, `content-type: application/json`, the stored key headers. Only when those facts key,
     under the run's recipe, to this very cassette; None otherwise (another body format, a redacted request).
     The proxy's key cache then answers that request's first sight; any other request is keyed as usual.
+    With them, the values the framework presets replaced in that request (`key.keyed`), as `presets_of` reads
+    them: the run report lists them, and the first sight need not parse the body for them either.
     """
     request = cassette["request"]
     if request.get("body_format") != "json":
@@ -74,11 +77,17 @@ def sdk_request(cassette: dict[str, Any], recipe: Recipe) -> list[Any] | None:
         return None
     headers = {**{name.lower(): value for name, value in facts.headers.items()}, "content-type": "application/json"}
     facts = facts._replace(body=body, headers=headers, content_type="application/json")
-    if request_key(facts, recipe.key_headers, recipe.paths, recipe.patterns) != cassette.get("key"):
+    key, presets = keyed(facts, recipe.key_headers, recipe.paths, recipe.patterns)
+    if key != cassette.get("key"):
         return None
     exact = list(exact_facts(facts))
     exact[7] = body.decode("utf-8")  # JSON carries text; `exact_of` encodes it back
-    return exact
+    return exact, [[r.path, r.source, r.placeholder] for r in presets]
+
+
+def presets_of(sent: list[list[str]]) -> tuple[Replaced, ...]:
+    """The preset values of a worker's `sdk_request` again."""
+    return tuple(Replaced(path, source, placeholder, preset=True) for path, source, placeholder in sent)
 
 
 def exact_of(sent: list[Any]) -> ExactFacts:
@@ -141,7 +150,8 @@ def preload(
             response = replay.cassette["response"]
             head = {"response": response, "body_length": len(body), "path": path, "stamp": stamp_of(status)}
             if recipe is not None and (request := sdk_request(cassette, recipe)) is not None:
-                head["sdk_request"], head["sdk_request_key"] = request, cassette["key"]
+                head["sdk_request"], head["sdk_request_presets"] = request
+                head["sdk_request_key"] = cassette["key"]
             out.write(json.dumps(head).encode() + b"\n")
             out.write(body)
             written += 1

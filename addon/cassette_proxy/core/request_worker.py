@@ -29,11 +29,10 @@ from typing import Any
 from . import redact
 from .atomic_write import write_atomic
 from .cassette_file import dumps, large_json_as_text, new_cassette
-from .key import KeyCache, RequestFacts, request_key
+from .key import RequestFacts, request_key
 from .miss import closest
-from .recipe import make_recipe, stored_request
+from .recipe import Recipe, make_recipe, stored_request
 from .replay_worker import WORKER_NICENESS
-from .volatile import parse_value_patterns
 
 BIG_REQUEST_BYTES = 1024 * 1024
 """Request bodies from this size on are keyed, diffed and stored by a worker: parsing one on the event loop costs
@@ -79,16 +78,15 @@ def run(job: dict[str, Any], body: bytes, extra: bytes = b"") -> dict[str, Any]:
     return answer
 
 
-async def key_in_worker(facts: RequestFacts, keys: KeyCache) -> str:
-    """`keys.key(facts)`, computed by a worker (the same recipe: its headers, ignore paths and value patterns)."""
-    job = {
-        "job": "key",
-        "facts": facts_fields(facts),
-        "key_headers": list(keys.key_headers),
-        "ignore": [list(path) for path in keys.ignore],
-        "values": [pattern.source for pattern in keys.values],
-    }
-    key: str = (await asyncio.to_thread(run, job, facts.body))["key"]
+def key_job(facts: RequestFacts, recipe: Recipe) -> dict[str, Any]:
+    """The job of keying `facts` under `recipe`: the recipe goes as its settings, which the worker builds the same
+    recipe from (its framework presets too, places and all)."""
+    return {"job": "key", "facts": facts_fields(facts), "recipe": recipe.settings()}
+
+
+async def key_in_worker(facts: RequestFacts, recipe: Recipe) -> str:
+    """`recipe.key_cache().key(facts)`, computed by a worker."""
+    key: str = (await asyncio.to_thread(run, key_job(facts, recipe), facts.body))["key"]
     return key
 
 
@@ -149,8 +147,8 @@ def perform(job: dict[str, Any], data: bytes) -> dict[str, Any]:
     fields = job["facts"]
     facts = RequestFacts(**{**fields, "query": [tuple(pair) for pair in fields["query"]], "body": data[:length]})
     if job["job"] == "key":
-        ignore = tuple(tuple(path) for path in job["ignore"])
-        return {"key": request_key(facts, job["key_headers"], ignore, parse_value_patterns(job["values"]))}
+        recipe = make_recipe(**job["recipe"])
+        return {"key": request_key(facts, recipe.key_headers, recipe.paths, recipe.patterns)}
     request = stored_request(facts, job["stored_headers"])
     rules = redact.parse_rules(job["redact"])
     if job["job"] == "miss":

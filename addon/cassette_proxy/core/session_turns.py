@@ -26,15 +26,14 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .cassette_file import body_fields
-from .key import identity, key_of
-from .recipe import Recipe, facts_of, stored_identity
+from .key import key_of
+from .recipe import Recipe, stored_identity
 from .session_file import Frame, Session
 from .session_match import Miss
-from .volatile import ValuePattern
 
 CREATE = "response.create"
 """The client message that is a request."""
@@ -88,24 +87,14 @@ def twin_request(upgrade: dict[str, Any], body: dict[str, Any]) -> dict[str, Any
     }
 
 
-def turn_identity(request: dict[str, Any], recipe: Recipe | Keying) -> dict[str, Any]:
+def turn_identity(request: dict[str, Any], recipe: Recipe) -> dict[str, Any]:
     """What a turn's key is hashed from: its twin's identity under `recipe`, in the WebSocket turns' own key space.
     ValueError for a request that holds no URL."""
-    if isinstance(recipe, Recipe):
-        return {**stored_identity(request, recipe), "over": "websocket"}
-    return {**identity(facts_of(request), recipe.key_headers, recipe.ignore, recipe.values), "over": "websocket"}
+    return {**stored_identity(request, recipe), "over": "websocket"}
 
 
-def turn_key(request: dict[str, Any], recipe: Recipe | Keying) -> str:
+def turn_key(request: dict[str, Any], recipe: Recipe) -> str:
     return key_of(turn_identity(request, recipe))
-
-
-class Keying(Protocol):
-    """What a request is keyed with (key.KeyCache): the key headers, ignore paths and value patterns."""
-
-    key_headers: tuple[str, ...]
-    ignore: tuple[tuple[str, ...], ...]
-    values: Sequence[ValuePattern]
 
 
 TURN_REFERENCE = "cassette-turn:"
@@ -227,7 +216,7 @@ class TurnChoice:
     """`answer` reads the turn's recording (and on a miss the folder, for the nearest): the session server calls it
     in a worker thread, never on the event loop."""
 
-    def __init__(self, upgrade: dict[str, Any], keying: Recipe | Keying, lookup: Lookup, missed: Missed,
+    def __init__(self, upgrade: dict[str, Any], keying: Recipe, lookup: Lookup, missed: Missed,
                  given: dict[str, str]) -> None:  # fmt: skip
         self.upgrade, self.keying, self.lookup, self.missed, self.given = upgrade, keying, lookup, missed, given
         self.answers: list[tuple[int, list[Frame]]] = []

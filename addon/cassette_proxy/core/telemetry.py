@@ -116,11 +116,15 @@ HEADERS = {"cache-control": "no-store", "x-cassette-telemetry": "answered offlin
 
 
 class TelemetrySinks:
-    """Which requests go to a telemetry sink; asked on every request, so most fail on the host alone."""
+    """Which requests go to a telemetry sink; asked on every request, so nearly all fail on one cheap test: the host
+    against every sink's host at once, then the path against every sink's path at once (a model call to a host that
+    also has sinks, 127.0.0.1 with a Datadog agent's, fails there); only a request passing both is compared sink
+    by sink, in order."""
 
     def __init__(self, sinks: Sequence[Sink]) -> None:
         self.sinks = tuple(sinks)
-        self._hosts = re.compile("|".join(fnmatch.translate(s.host) for s in self.sinks) or r"(?!)")
+        self._hosts = re.compile("|".join(dict.fromkeys(fnmatch.translate(s.host) for s in self.sinks)) or r"(?!)")
+        self._paths = re.compile("|".join(dict.fromkeys(fnmatch.translate(s.path) for s in self.sinks)) or r"(?!)")
         self._compiled = [
             (s, re.compile(fnmatch.translate(s.host)), re.compile(fnmatch.translate(s.path))) for s in sinks
         ]
@@ -129,6 +133,8 @@ class TelemetrySinks:
         if not self.sinks or self._hosts.match(host := host.lower()) is None:
             return None
         path = path.partition("?")[0]
+        if self._paths.match(path) is None:
+            return None
         for sink, host_glob, path_glob in self._compiled:
             if (sink.methods is None or method in sink.methods) and host_glob.match(host) and path_glob.match(path):
                 return sink

@@ -42,6 +42,7 @@ from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.request_worker import BIG_REQUEST_BYTES, key_in_worker
 from ..core.stream_events import stream_kind
+from ..core.volatile import Replaced
 from . import answers, options, ws_drop
 from .control_channel import CurrentTest, RequestRules
 from .facts import request_facts
@@ -142,8 +143,7 @@ class CassetteAddon:
         """Hand each collaborator its part of the run's options."""
         previous, self.options = self.options, run
         if previous is None or (previous.recipe, previous.preload) != (run.recipe, run.preload):
-            recipe = run.recipe
-            self.keys = KeyCache(recipe.key_headers, recipe.paths, recipe.patterns, size=KEY_CACHE_SIZE + run.preload)
+            self.keys = run.recipe.key_cache(size=KEY_CACHE_SIZE + run.preload)
         self.report.started(run.mode)
         self.writer.configure(run.redact_rules, run.recipe.to_json())
         self.recorder.configure(run.redact_specs, run.record_statuses)
@@ -157,9 +157,7 @@ class CassetteAddon:
             run.started_by,
             run.recipe,
         )
-        run_rules = RequestRules(
-            None, run.mode, run.repeats, run.scope, run.recipe.paths, self.keys, run.record_statuses
-        )
+        run_rules = RequestRules(None, run.mode, run.repeats, run.scope, run.recipe, self.keys, run.record_statuses)
         self.control.configure(run.control_token, run_rules, run.unattributed)
 
     def running(self) -> None:
@@ -171,7 +169,7 @@ class CassetteAddon:
         self.routes = RouteTable.of_servers(servers.servers, dict(run.route_names))
         self.report.started(run.mode, self.routes.names())
         if run.mode in ("replay", "record") and run.preload:
-            preload = self.replayer.preload_logged(run.preload, dict(run.recipe_options), self.keys.remember)
+            preload = self.replayer.preload_logged(run.preload, run.recipe.settings(), self.keys.remember)
             self.preloading = asyncio.get_running_loop().create_task(preload)
         if run.ready_file is not None:
             write_ready_file(run.ready_file, run.mode, servers.servers)
@@ -211,21 +209,25 @@ class CassetteAddon:
             self.seal.request(flow)
 
     async def _request(self, flow: http.HTTPFlow) -> None:
+        """A request's fate. Each rare case (the control channel, a route, a test's carrier, a token exchange, a
+        telemetry sink, MCP, a WebSocket upgrade, a big body, the `vcr` fixture's log) is decided by one cheap
+        test, and what the hook computes (the host, the body's size, the upgrade) is computed once."""
         state = new_state(flow)
-        host = normal_host(flow.request.host)  # once per request: the scope, the token check and the key use it
+        request = flow.request
+        host = normal_host(request.host)  # once per request: the scope, the token check and the key use it
         if host == CONTROL_HOST:  # the test runner's channel: never counted or keyed
             state.outcome = Outcome.CONTROL
             await self.control.answer(flow)
             return
         route = self.routes.route(flow)  # a detour through the forward proxy is undone before keying
         if route != FORWARD:
-            host = normal_host(flow.request.host)  # the route's upstream
+            host = normal_host(request.host)  # the route's upstream
         self.report.took_route(route)
         # The rules of the request's own test (control_channel.py), its carrier taken off: once per request.
-        verdict = self.control.rules_for(flow.request)
+        verdict = self.control.rules_for(request)
         rules = state.rules = verdict.rules
         run = self._run()
-        covered = rules.mode != "off" and run.hosts.covers(host, flow.request.path)
+        covered = rules.mode != "off" and run.hosts.covers_normal(host, request.path)
         if rules.mode != "off" and self._answered_aside(flow, state, host, rules.mode, covered):
             return
         if not covered:
@@ -239,22 +241,25 @@ class CassetteAddon:
         if verdict.shared_instead is not None:  # the user asked for the shared scope instead of a refusal
             url = redact.loggable_url(flow.request.pretty_url.split("?", 1)[0])
             self.report.test_notice(f"{flow.request.method} {url} in the shared scope: {verdict.shared_instead}")
-        facts = request_facts(flow.request, run.read_headers, host)
-        mcp = mcp_request(facts.method, facts.body, flow.request.headers.fields)
+        facts = request_facts(request, run.read_headers, host)
+        mcp = mcp_request(facts.method, facts.body, request.headers.fields)
         if mcp is not None and is_loopback(host):
             # A local MCP server a test starts listens on a new port each run: its conversations are keyed
             # and stored without the port, so they replay whatever port the server gets.
             facts = facts._replace(port=DEFAULT_PORTS[facts.scheme])
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
-        key = await key_in_worker(facts, rules.keys) if big else rules.keys.key(facts)
-        relative = self._cassette_name(facts, key, rules, is_upgrade(flow.request))
+        # What the presets replaced comes with the key (core/key.py, `keyed`): not looked for in a big body, whose
+        # parse would hold up every other client (`cassette show` lists it).
+        key, presets = (await key_in_worker(facts, rules.recipe), ()) if big else rules.keys.keyed(facts)
+        upgrade = facts.method == "GET" and is_upgrade(request)
+        relative = self._cassette_name(facts, key, rules, upgrade)
         # In record mode an MCP session is kept whole on the server (core/mcp.py, `keeps_session`): its new
         # requests then go live with a session id the server issued, never a replayed one.
         keeps_session = rules.mode == "record" and mcp is not None and mcp.keeps_session
         if (
             rules.mode != "update"
             and not keeps_session
-            and await self._replayed(flow, state, facts, key, relative, rules)
+            and await self._replayed(flow, state, facts, key, relative, rules, upgrade, presets)
         ):
             if mcp is not None and mcp.session is not None:
                 state.mcp_session = mcp.session
@@ -262,11 +267,11 @@ class CassetteAddon:
             return
         if rules.mode == "replay":
             endpoint = Path(run.root_prefix + relative).parent
-            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, mcp)
+            entry = await answers.miss(flow, facts, key, relative, endpoint, rules, run, self.closest, big, mcp)
             state.outcome = Outcome.MISS
             self.report.missed(entry)
             return
-        self._forward(flow, state, facts, key, relative, rules, mcp, keep_existing=keeps_session)
+        self._forward(flow, state, facts, key, relative, rules, big, presets, mcp, keep_existing=keeps_session)
 
     def _answered_aside(self, flow: http.HTTPFlow, state: FlowState, host: str, mode: str, covered: bool) -> bool:
         """Requests never keyed: token exchanges, telemetry, and in replay hosts outside the scope."""
@@ -305,16 +310,23 @@ class CassetteAddon:
         return relative
 
     async def _replayed(
-        self, flow: http.HTTPFlow, state: FlowState, facts: RequestFacts, key: str, relative: str, rules: RequestRules
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        facts: RequestFacts,
+        key: str,
+        relative: str,
+        rules: RequestRules,
+        upgrade: bool,
+        presets: tuple[Replaced, ...],
     ) -> bool:
         """Answered from the cassette at `relative` (or refused, when it cannot be used); False when there is none."""
         run = self._run()
         path = run.root_prefix + relative
         try:
-            if is_upgrade(flow.request):
-                target = SessionTarget(
-                    key, path, relative, public_url(facts), stored_request(facts, run.recipe.key_headers)
-                )
+            if upgrade:
+                stored = stored_request(facts, run.recipe.key_headers)
+                target = SessionTarget(key, path, relative, stored["url"], stored)
                 played = await self.sessions.replay(
                     flow, state, target, rules, run.replay_speed, live=rules.mode == "record"
                 )
@@ -337,17 +349,9 @@ class CassetteAddon:
         self.report.hit(rules.test, relative, is_client_error(replay.cassette["response"]["status"]))
         if self.control.played_wanted:
             self._note_played("hit", flow, facts, path, rules)
-        self._presets_replaced(facts, relative, rules)
+        if presets:  # what the framework presets keyed as placeholders: listed in the report, per cassette
+            self.report.presets_replaced(relative, [r.to_json() for r in presets])
         return True
-
-    def _presets_replaced(self, facts: RequestFacts, relative: str, rules: RequestRules) -> None:
-        """What the framework presets keyed as placeholders in this request: listed in the report, per cassette.
-        Not for a body of BIG_REQUEST_BYTES or more, whose parse would hold up every other client (`cassette
-        show` lists it)."""
-        if len(facts.body) >= BIG_REQUEST_BYTES:
-            return
-        if replaced := rules.keys.preset_values(facts):
-            self.report.presets_replaced(relative, [r.to_json() for r in replaced])
 
     def _forward(
         self,
@@ -357,17 +361,19 @@ class CassetteAddon:
         key: str,
         relative: str,
         rules: RequestRules,
+        big: bool,
+        presets: tuple[Replaced, ...] = (),
         mcp: McpRequest | None = None,
         keep_existing: bool = False,
     ) -> None:
         """Record and update modes: send the request upstream; its response may become the cassette at `relative`."""
         path = self._run().root_prefix + relative
-        big = len(facts.body) >= BIG_REQUEST_BYTES
+        stored = stored_request(facts._replace(body=b"") if big else facts, self._run().recipe.key_headers)
         state.target = RecordTarget(
             key=key,
             path=Path(path),
             relative=relative,
-            request=stored_request(facts._replace(body=b"") if big else facts, self._run().recipe.key_headers),
+            request=stored,
             existed=os.path.exists(path),
             test=rules.test,
             statuses=rules.statuses,
@@ -377,19 +383,28 @@ class CassetteAddon:
         )
         state.outcome = Outcome.FORWARDED
         if self.control.played_wanted:
-            self._note_played("recorded", flow, facts, path, rules)
-        self._presets_replaced(facts, relative, rules)
+            self._note_played("recorded", flow, facts, path, rules, stored["url"])
+        if presets:
+            self.report.presets_replaced(relative, [r.to_json() for r in presets])
         # The stream is kept as it passes through, so it must be plain text; the key ignores this header.
         flow.request.headers["accept-encoding"] = "identity"
         self.report.forwarded()
         self.upstream.forward(flow)
 
     def _note_played(
-        self, outcome: PlayedOutcome, flow: http.HTTPFlow, facts: RequestFacts, path: str, rules: RequestRules
+        self,
+        outcome: PlayedOutcome,
+        flow: http.HTTPFlow,
+        facts: RequestFacts,
+        path: str,
+        rules: RequestRules,
+        url: str | None = None,
     ) -> None:
-        """For the current test's `vcr` fixture (played.py): the request as it came, the cassette that answers it."""
+        """For the current test's `vcr` fixture (played.py): the request as it came, the cassette that answers it;
+        `url`: its public URL when the caller has it already (`stored_request`'s)."""
         headers = tuple(flow.request.headers.fields)
-        played = PlayedRequest(outcome, facts.method, public_url(facts), headers, facts.body, facts.content_type, path)
+        url = url if url is not None else public_url(facts)
+        played = PlayedRequest(outcome, facts.method, url, headers, facts.body, facts.content_type, path)
         self.played.add(rules.test, played)
 
     def own_error(self, flow: http.HTTPFlow, hook: str, error: Exception) -> None:

@@ -25,7 +25,7 @@ from ..core.miss import ClosestSearch
 from ..core.printable import logger
 from ..core.recipe import stored_request
 from ..core.report import ErrorEntry, ErrorKind, Miss, Offline
-from ..core.request_worker import BIG_REQUEST_BYTES, closest_in_worker
+from ..core.request_worker import closest_in_worker
 from ..core.scrub import register
 from ..core.token_exchange import placeholder
 from .control_channel import RequestRules
@@ -45,16 +45,17 @@ async def miss(
     rules: RequestRules,
     options: RunOptions,
     closest: ClosestSearch,
+    big: bool,
     mcp: McpRequest | None = None,
 ) -> Miss:
     """409, naming the key, the cassette it would be (`relative`) and what changed against the closest recordings
-    in the cassette's folder (`endpoint`); for MCP requests, as the JSON-RPC error of each (core/mcp.py)."""
+    in the cassette's folder (`endpoint`); for MCP requests, as the JSON-RPC error of each (core/mcp.py). `big`:
+    a body of `request_worker.BIG_REQUEST_BYTES` or more, as the request hook found it: handed to a worker."""
     key_headers = options.recipe.key_headers
-    big = len(facts.body) >= BIG_REQUEST_BYTES
     if big:  # parsed, redacted and compared by a worker process
         request = stored_request(facts._replace(body=b""), key_headers)
         search = closest_in_worker(
-            facts, key_headers, list(options.redact_specs), dict(options.recipe_options), endpoint, options.root
+            facts, key_headers, list(options.redact_specs), options.recipe.settings(), endpoint, options.root
         )
     else:
         request = stored_request(facts, key_headers)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -44,9 +44,10 @@ from mitmproxy import http
 
 from ..core.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
 from ..core.defaults import CONTROL_TOKEN_VAR, MODES, REPEATS
-from ..core.key import KeyCache, parse_ignore_paths
+from ..core.key import KeyCache
 from ..core.per_test import SCOPES
 from ..core.printable import logger
+from ..core.recipe import Recipe, make_recipe
 from ..core.record_statuses import parse_record_statuses
 from ..core.report import Report
 from .errors import error_response, json_response
@@ -68,15 +69,18 @@ class RequestRules:
     mode: str
     repeats: str
     scope: str
-    ignore: tuple[tuple[str, ...], ...]
+    recipe: Recipe
+    """The key settings: the run's, with a test's own ignore paths on top."""
     keys: KeyCache
+    """The keys of requests under `recipe` (`recipe.key_cache()`)."""
     statuses: frozenset[int]
     """The upstream statuses saved as cassettes (`cassette_record_statuses`)."""
     closes: bool = False
     """The test runs on an event loop of its own: each answer closes its connection (see the module's doc)."""
 
 
-UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", (), KeyCache((), ()), frozenset())
+_NO_RECIPE = make_recipe((), (), (), ())
+UNCONFIGURED = RequestRules(None, "replay", "reuse", "shared", _NO_RECIPE, _NO_RECIPE.key_cache(), frozenset())
 """The rules before configure() has run: replay, the mode that never reaches the network."""
 
 
@@ -126,6 +130,18 @@ class NoRuns:
 
     async def end(self) -> dict:
         return {"report": None}
+
+
+_CARRIERS = (TEST_HEADER.encode(), BAGGAGE_HEADER.encode())
+
+
+def _carries_a_test(fields: Sequence[tuple[bytes, bytes]]) -> bool:
+    """Whether a header may carry a test's name (`x-cassette-test`, `baggage`): one pass over the raw fields, where
+    each `Headers` lookup decodes and compares every field."""
+    for name, _ in fields:  # noqa: SIM110 (a loop: on 20 fields a generator costs more than the tests)
+        if name.lower() in _CARRIERS:
+            return True
+    return False
 
 
 class ControlError(ValueError):
@@ -180,6 +196,8 @@ class CurrentTest:
     def rules_for(self, request: http.Request) -> Verdict:
         """The rules of this request's test; its carrier is taken off, so no key, cassette or upstream sees it."""
         headers = request.headers
+        if len(self.running) <= 1 and len(self.runners) <= 1 and not _carries_a_test(headers.fields):
+            return Verdict(self.rules)  # a serial runner and no carrier, nearly every request: one pass, no lookups
         header = headers.pop(TEST_HEADER, None)
         member = None
         baggage = headers.get(BAGGAGE_HEADER)
@@ -337,11 +355,10 @@ class CurrentTest:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ControlError(f"test {test}: ignore must be a list of dotted paths, got {value!r:.200}")
                 try:
-                    extra = parse_ignore_paths(value)
+                    recipe = run.recipe.with_ignore(value)
                 except ValueError as e:
                     raise ControlError(f"test {test}: ignore: {e}") from None
-                changes["ignore"] = run.ignore + tuple(p for p in extra if p not in run.ignore)
-                changes["keys"] = KeyCache(run.keys.key_headers, changes["ignore"], run.keys.values)
+                changes["recipe"], changes["keys"] = recipe, recipe.key_cache()
                 applied[name] = value
                 continue
             if name == "record_statuses":

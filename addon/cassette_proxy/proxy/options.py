@@ -51,9 +51,8 @@ class RunOptions:
     hosts: HostScope
     allowed_hosts: HostScope
     recipe: Recipe
-    """The key settings: cassette_ignore, cassette_key_headers, cassette_ignore_values, cassette_frameworks."""
-    recipe_options: Mapping[str, list[str]]
-    """Those four as given: what a worker process builds the same recipe from (so the same keys by construction)."""
+    """The key settings: cassette_ignore, cassette_key_headers, cassette_ignore_values, cassette_frameworks (a worker
+    process rebuilds it from `recipe.settings()`)."""
     redact_rules: tuple[redact.Rule, ...]
     redact_specs: tuple[str, ...]
     """cassette_redact as given, for a worker process to parse alike."""
@@ -124,7 +123,6 @@ def parse_options(opts: Any) -> RunOptions:
         hosts=value["cassette_hosts"],
         allowed_hosts=value["cassette_allow_hosts"],
         recipe=parse_recipe(recipe_options),
-        recipe_options=recipe_options,
         redact_rules=value["cassette_redact"],
         redact_specs=tuple(opts.cassette_redact),
         record_statuses=value["cassette_record_statuses"],

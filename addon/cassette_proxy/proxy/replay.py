@@ -23,9 +23,11 @@ from mitmproxy.net.http import status_codes
 
 from ..core.cassette_file import load
 from ..core.defaults import DEFAULT_PRELOAD
+from ..core.key import ExactFacts
 from ..core.printable import logger
 from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
-from ..core.replay_worker import exact_of, replay_from
+from ..core.replay_worker import exact_of, presets_of, replay_from
+from ..core.volatile import Replaced
 from .state import FlowState
 from .timed_replay import TimedReplayServer, TimedStream
 
@@ -48,6 +50,10 @@ PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 WORKER_CODE = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); from cassette_proxy.core.replay_worker import main; main()"
 )
+
+
+Remember = Callable[[ExactFacts, str, tuple[Replaced, ...]], None]
+"""The key cache's `remember`: a request's exact facts, its key, the values the presets replaced in it."""
 
 
 class Replayer:
@@ -91,9 +97,7 @@ class Replayer:
         except FileNotFoundError:
             return None
 
-    async def preload(
-        self, limit: int, recipe: dict | None = None, remember: Callable[[tuple, str], None] | None = None
-    ) -> int:
+    async def preload(self, limit: int, recipe: dict | None = None, remember: Remember | None = None) -> int:
         """Fill the cache with up to `limit` of the folder's cassettes (each below BIG_CASSETTE_BYTES) before their
         first request; how many. Built by a worker process with the same checks as a request's own read.
 
@@ -127,7 +131,8 @@ class Replayer:
                 if path not in self.cache:  # a request may have read it meanwhile
                     self.cache.store(path, tuple(head["stamp"]), replay_from(Path(path), head, body))
                 if remember is not None and "sdk_request" in head:
-                    remember(exact_of(head["sdk_request"]), head["sdk_request_key"])
+                    presets = presets_of(head["sdk_request_presets"])
+                    remember(exact_of(head["sdk_request"]), head["sdk_request_key"], presets)
                     self.preloaded_keys += 1
                 loaded += 1
                 if loaded % 64 == 0:
@@ -140,7 +145,7 @@ class Replayer:
             self.preloader = None
         return loaded
 
-    async def preload_logged(self, limit: int, recipe: dict, remember: Callable[[tuple, str], None]) -> None:
+    async def preload_logged(self, limit: int, recipe: dict, remember: Remember) -> None:
         """`preload`, its outcome in the log; a failure leaves the cache as it was (each cassette is then read on
         its first request)."""
         began = time.monotonic()

@@ -213,7 +213,7 @@ class Sessions:
         return self.writer.redact_rules
 
     def settings(self, rules: RequestRules) -> MatchSettings:
-        return MatchSettings(tuple(rules.keys.ignore), tuple(rules.keys.values), self.session_ignore)
+        return rules.recipe.match_settings(self.session_ignore)
 
     # -- replay ------------------------------------------------------------------------------------------------
 
@@ -290,7 +290,7 @@ class Sessions:
             cassette = nearest[0]["cassette"] if nearest else relative
             return cassette, text, list(nearest[0]["differences"]) if nearest else []
 
-        choice = TurnChoice(target.request or {"url": target.url}, rules.keys, lookup, missed, self.given)
+        choice = TurnChoice(target.request or {"url": target.url}, rules.recipe, lookup, missed, self.given)
         play = SessionPlay(
             choice=choice,  # type: ignore[arg-type]  # the same interface, turn by turn
             shape=RESPONSES,
@@ -481,7 +481,7 @@ class Sessions:
         assert rules is not None, "a recording of turns keeps the upgrade's rules"
         previous = body.get("previous_response_id")
         request = twin_request(target.request, keyed_body(body, self.given))
-        key = turn_key(request, rules.keys)
+        key = turn_key(request, rules.recipe)
         if isinstance(previous, str) and previous in self.replayed:
             message.drop()
             self._continuation_missed(flow, recording, key, request, number, previous)
@@ -611,11 +611,11 @@ class Sessions:
         """A Responses WebSocket connection saved turn by turn: each complete turn without a recording gets one
         (record mode keeps a recorded turn, update mode replaces it), at its key in the upgrade's folder."""
         target = recording.target
-        keys = recording.rules.keys if recording.rules is not None else None
+        recipe = recording.rules.recipe if recording.rules is not None else (self.recipe or Recipe())
         url = redact.loggable_url(target.request["url"])
         for turn in turns.turns:
             request = twin_request(target.request, keyed_body(turn.body, self.given))
-            key = turn_key(request, keys if keys is not None else (self.recipe or Recipe()))
+            key = turn_key(request, recipe)
             if not turn.complete:
                 self._not_saved(
                     target,
