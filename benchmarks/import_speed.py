@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 from cassette_proxy import cli
-from cassette_proxy.core.recording_formats import LIBYAML
+from cassette_proxy.core.migration.recording_formats import LIBYAML
 
 CACHE = Path(__file__).parent / ".cache"
 SDIST = "langchain-openai==1.7.4"

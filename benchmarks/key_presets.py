@@ -17,8 +17,8 @@ import statistics
 import time
 import uuid
 
-from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.recipe import make_recipe
+from cassette_proxy.core.keys.key import RequestFacts, request_key
+from cassette_proxy.core.keys.recipe import make_recipe
 
 PRESETS = make_recipe().patterns
 NONE = make_recipe(frameworks=()).patterns

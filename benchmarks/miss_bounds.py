@@ -1,6 +1,6 @@
 """A near miss against a recording that holds a multi-megabyte string, against a plain miss (issue 33).
 
-What the client waits for on a miss is the closest-recording search (`core/miss.py`): this times that search,
+What the client waits for on a miss is the closest-recording search (`core/reading/miss.py`): this times that search,
 in-process and in rounds, for a miss in an empty folder (the plain miss), a near miss whose recording holds a
 2 MB base64 data URL while the live request holds a 130 KB one (pydantic-ai's and LangChain's multimodal
 tests), and the same near miss against 20 such recordings; with the process's peak RSS growth for each.
@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.miss import closest
-from cassette_proxy.core.recipe import make_recipe
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.keys.recipe import make_recipe
+from cassette_proxy.core.reading.miss import closest
 
 URL = "https://api.openai.com/v1/chat/completions"
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import load
 import workload
-from cassette_proxy.core import key
-from cassette_proxy.core.cassette_file import body_fields, dumps, large_json_as_text, new_cassette
-from cassette_proxy.core.location import relative_name
+from cassette_proxy.core.files.cassette_file import body_fields, dumps, large_json_as_text, new_cassette
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.keys import key
 
 HOST = "127.0.0.1"
 CONCURRENT = 3

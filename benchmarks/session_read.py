@@ -1,10 +1,10 @@
 """Reading session cassettes: how long the proxy's event loop stalls while a 100,000-frame session is opened, and
-what the hostile files of issue 33 cost before they are refused; and what the depth check (core/json_depth.py)
+what the hostile files of issue 33 cost before they are refused; and what the depth check (core/files/json_depth.py)
 adds to parsing ordinary cassettes.
 
     .venv/test/bin/python benchmarks/session_read.py [--rounds N]
 
-The stall is measured as the addon meets it (proxy/sessions.py): the session is read in a worker thread
+The stall is measured as the addon meets it (proxy/websocket/sessions.py): the session is read in a worker thread
 (`asyncio.to_thread`) while the event loop runs a 1 ms ticker; the figure is the ticker's longest late wake-up,
 what another client's request would wait. "plain" parses with one `json.loads` call, as before issue 33 (the C
 parser holds the GIL for the whole file); "counted" is the reader now (frames counted through a hook, which
@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "addon"), str(ROOT / "tests" / "support")]
 
-from cassette_proxy.core import session_file  # noqa: E402
-from cassette_proxy.core.cassette_file import CassetteError, load  # noqa: E402
-from cassette_proxy.core.session_file import read_session  # noqa: E402
+from cassette_proxy.core.files import session_file  # noqa: E402
+from cassette_proxy.core.files.cassette_file import CassetteError, load  # noqa: E402
+from cassette_proxy.core.files.session_file import read_session  # noqa: E402
 from session_samples import client, server, write_session  # noqa: E402
 
 
@@ -79,9 +79,9 @@ async def stall(path: Path, root: Path) -> tuple[float, float]:
 HOSTILE = """
 import json, sys, time
 sys.path[:0] = [sys.argv[1] + "/addon"]
-from cassette_proxy.core import session_file
-from cassette_proxy.core.cassette_file import CassetteError, load
-from cassette_proxy.core.session_file import read_session
+from cassette_proxy.core.files import session_file
+from cassette_proxy.core.files.cassette_file import CassetteError, load
+from cassette_proxy.core.files.session_file import read_session
 from pathlib import Path
 if sys.argv[4] == "plain":
     session_file.parse_json = lambda path, text: json.loads(text)
@@ -117,8 +117,8 @@ def hostile_files(root: Path) -> dict[str, Path]:
 
 def parse_costs(rounds: int) -> None:
     """`cassette_file.parse` now, against the same parse with the depth check taken out (as before issue 33)."""
-    from cassette_proxy.core import cassette_file
-    from cassette_proxy.core.cassette_file import dumps, parse
+    from cassette_proxy.core.files import cassette_file
+    from cassette_proxy.core.files.cassette_file import dumps, parse
     from samples import chat
 
     stream = chat("stream", "")

@@ -29,7 +29,7 @@ its connections.
 Suites written for pytest-recording keep their `vcr` fixture: when pytest-recording
 is not installed, or is turned off with `--disable-recording`, the plugin gives
 `vcr` itself, the test's requests and answers through the proxy in VCR.py's
-`Cassette` shape (core/vcr_cassette.py, proxy/played.py).
+`Cassette` shape (core/migration/vcr_cassette.py, proxy/played.py).
 
 `--cassette-strict` (or `cassette_strict = true`) fails the session on what a
 suite may swallow, as `cassette run --strict` does: a miss, a refused offline
@@ -60,9 +60,9 @@ import pytest
 
 from .core import option_table
 from .core.defaults import DIR_VAR
-from .core.per_test import DEFAULT_SCOPE, SCOPES, folder_of_test
+from .core.migration.vcr_cassette import RecordedCassette
 from .core.report import Report, ReportError
-from .core.vcr_cassette import RecordedCassette
+from .core.traffic.per_test import DEFAULT_SCOPE, SCOPES, folder_of_test
 from .launch import client_env, isolate, launcher, silent_run, warm_proxy
 from .launch.control_client import ControlError
 from .launch.outer_proxy import OUTER_PROXY_VAR, OuterProxy, outer_proxy, run_flags

@@ -8,9 +8,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from cassette_proxy.core import redact
-from cassette_proxy.core.cassette_file import LARGE_JSON_BYTES, load
+from cassette_proxy.core.files.cassette_file import LARGE_JSON_BYTES, load
 from cassette_proxy.core.report import Report
+from cassette_proxy.core.secrets import redact
 from cassette_proxy.proxy.record import Recorder, RecordTarget
 from cassette_proxy.proxy.writer import Writer
 from mitmproxy.test import tflow, tutils

@@ -1,4 +1,4 @@
-"""A request body above BIG_REQUEST_BYTES is keyed, diffed and stored by a worker process (core/request_worker.py),
+"""A request body above BIG_REQUEST_BYTES is keyed, diffed and stored by a worker process (core/workers/request_worker.py),
 in-process through the addon's hooks: the same key, the same redacted cassette and the same miss answer as the
 proxy's own functions give, and the worker really is another process."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.core import request_worker
-from cassette_proxy.core.cassette_file import load
-from cassette_proxy.core.key import request_key
-from cassette_proxy.core.request_worker import BIG_REQUEST_BYTES
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.keys.key import request_key
+from cassette_proxy.core.workers import request_worker
+from cassette_proxy.core.workers.request_worker import BIG_REQUEST_BYTES
 from cassette_proxy.proxy import upstream
 from cassette_proxy.proxy.facts import request_facts
 from in_process import Addon

@@ -1,10 +1,10 @@
-"""A browser's own background traffic (core/browser_background.py) through the request hook: answered 204 here in
+"""A browser's own background traffic (core/traffic/browser_background.py) through the request hook: answered 204 here in
 every mode, counted apart, never a miss, an offline refusal or a recording; a host of the scope stays the scope's."""
 
 from __future__ import annotations
 
 import pytest
-from cassette_proxy.core.browser_background import background_of
+from cassette_proxy.core.traffic.browser_background import background_of
 from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow

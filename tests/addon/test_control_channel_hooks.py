@@ -7,7 +7,7 @@ import json
 import logging
 
 import pytest
-from cassette_proxy.core.cassette_file import body_fields, dumps, new_cassette
+from cassette_proxy.core.files.cassette_file import body_fields, dumps, new_cassette
 from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow

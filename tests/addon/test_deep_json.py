@@ -1,6 +1,6 @@
 """A JSON file nested a thousand levels deep in an endpoint folder, in-process: a request keyed to it answers 500
 `cassette_invalid` naming it (never `cassette_error`, "a bug in Cassette Proxy"), and every other miss in that
-folder still answers its 409 with the closest recording (core/json_depth.py)."""
+folder still answers its 409 with the closest recording (core/files/json_depth.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.files.cassette_file import load
 from cassette_proxy.proxy.state import ANSWERED_HERE, Outcome, state_of
 from in_process import CHAT_PATH, LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 
@@ -65,7 +65,7 @@ def test_record_saves_the_forwarded_answer_whole_in_its_cassette_and_returns_it(
     relative = path.relative_to(proxy.cassette_dir).as_posix()
     assert relative.startswith(f"127.0.0.1_{upstream.port}/v1/chat/completions/")
     assert report["cassettes_used"] == [relative]
-    # Written whole or not at all: a temp file beside it, renamed over the name (core/atomic_write.py).
+    # Written whole or not at all: a temp file beside it, renamed over the name (core/files/atomic_write.py).
     [(temp, final)] = [(src, dst) for src, dst in renamed if dst.is_relative_to(proxy.cassette_dir)]
     assert final == path and temp.parent == path.parent and temp.name.startswith(f".{path.name}.")
     assert not temp.exists() and oct(path.stat().st_mode & 0o777) == "0o644"
@@ -214,7 +214,7 @@ def test_an_unreachable_upstream_answers_502_json_and_nothing_is_saved(proxies):
 
 def test_a_miss_whose_closest_search_does_not_end_is_answered_without_it(proxies, upstream, monkeypatch):
     # Whatever the search costs (a bug, a hostile cassette), the 409 comes after a bounded wait.
-    from cassette_proxy.core.miss import ClosestSearch
+    from cassette_proxy.core.reading.miss import ClosestSearch
     from cassette_proxy.proxy import answers
 
     proxies.record(upstream, ASK, ANSWER)

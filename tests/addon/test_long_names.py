@@ -1,11 +1,11 @@
-"""Every request has a name the file system can hold (core/location.py), decided in the hit path, in-process."""
+"""Every request has a name the file system can hold (core/files/location.py), decided in the hit path, in-process."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from cassette_proxy.core.location import MAX_NAME, relative_name
+from cassette_proxy.core.files.location import MAX_NAME, relative_name
 from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons, tflow

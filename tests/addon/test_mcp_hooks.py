@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.files.cassette_file import load
 from in_process import LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 from mitmproxy import flow as mflow
 from mitmproxy import http

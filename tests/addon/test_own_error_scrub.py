@@ -1,5 +1,5 @@
 """A bug of ours that quotes the request's key, in any form, answers and logs without it (proxy/answers.own_error,
-core/scrub.py). In process, with mitmproxy's taddons; the key is fake."""
+core/secrets/scrub.py). In process, with mitmproxy's taddons; the key is fake."""
 
 from __future__ import annotations
 

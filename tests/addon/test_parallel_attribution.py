@@ -1,5 +1,5 @@
 """Several runners share one proxy (vitest's workers, `node --test` files): each request follows its own test's rules,
-named by its carrier (core/attribution.py); a request no test can be named for is refused in the test scope."""
+named by its carrier (core/traffic/attribution.py); a request no test can be named for is refused in the test scope."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
-from cassette_proxy.core.replay_cache import ReplayCache
+from cassette_proxy.core.workers.replay_cache import ReplayCache
 from cassette_proxy.proxy import replay as replay_module
 from cassette_proxy.proxy.replay import BIG_CASSETTE_BYTES, Replayer
 
@@ -45,7 +45,7 @@ def no_reads(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError(f"read on the request path: {args[0]}")
 
-    monkeypatch.setattr("cassette_proxy.core.replay_cache.read_limited", refuse)
+    monkeypatch.setattr("cassette_proxy.core.workers.replay_cache.read_limited", refuse)
 
 
 def test_preloaded_replays_are_what_a_request_would_build(tmp_path, monkeypatch):
@@ -59,7 +59,7 @@ def test_preloaded_replays_are_what_a_request_would_build(tmp_path, monkeypatch)
     replayer, loaded = replayer_for(root)
 
     assert loaded == 3
-    monkeypatch.setattr("cassette_proxy.core.replay_cache.read_limited", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr("cassette_proxy.core.workers.replay_cache.read_limited", lambda *a, **k: 1 / 0)
     for path in paths:
         built = asyncio.run(replayer.load(path))
         assert built.body == expected[path].body
@@ -132,7 +132,7 @@ def test_a_hit_after_the_preload_reads_no_file(tmp_path, no_reads):
 def test_the_preload_stops_at_its_byte_budget(tmp_path):
     import io
 
-    from cassette_proxy.core.replay_worker import preload
+    from cassette_proxy.core.workers.replay_worker import preload
 
     root = tmp_path / "cassettes"
     for i in range(5):
@@ -178,11 +178,11 @@ def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(
     """The facts the worker sends are exactly those the proxy reads from the SDK's request: its first sight
     finds its key in the key cache, computed by the same function with the run's recipe (built in the worker
     from the same option values)."""
-    from cassette_proxy.core import key as key_module
-    from cassette_proxy.core.cassette_file import dumps, new_cassette
-    from cassette_proxy.core.key import KeyCache, normal_host
-    from cassette_proxy.core.location import relative_name
-    from cassette_proxy.core.recipe import make_recipe, stored_request
+    from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+    from cassette_proxy.core.files.location import relative_name
+    from cassette_proxy.core.keys import key as key_module
+    from cassette_proxy.core.keys.key import KeyCache, normal_host
+    from cassette_proxy.core.keys.recipe import make_recipe, stored_request
     from cassette_proxy.proxy.facts import request_facts
 
     recipe = make_recipe(options["ignore"], options["key_headers"], options["ignore_values"])
@@ -208,8 +208,8 @@ def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(
 
 def test_a_preloaded_request_key_must_be_the_cassettes_own(tmp_path):
     """A cassette whose stored request does not key to its own name (edited, redacted) gives no request key."""
-    from cassette_proxy.core.key import KeyCache
-    from cassette_proxy.core.recipe import make_recipe
+    from cassette_proxy.core.keys.key import KeyCache
+    from cassette_proxy.core.keys.recipe import make_recipe
 
     recipe = make_recipe()
     options = {"ignore": [], "key_headers": list(DEFAULT_KEY_HEADERS), "ignore_values": []}

@@ -8,7 +8,7 @@ import json
 import threading
 
 import pytest
-from cassette_proxy.core import atomic_write
+from cassette_proxy.core.files import atomic_write
 from in_process import Addon
 from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons

@@ -11,15 +11,15 @@ import threading
 import time
 
 import pytest
-from cassette_proxy.core.cassette_file import load
-from cassette_proxy.core.key import public_url
-from cassette_proxy.core.recipe import Recipe, facts_of
-from cassette_proxy.core.session_file import Close, Session
-from cassette_proxy.core.session_match import MatchSettings, SessionChoice, SessionScript
-from cassette_proxy.core.session_turns import TurnChoice
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.files.session_file import Close, Session
+from cassette_proxy.core.keys.key import public_url
+from cassette_proxy.core.keys.recipe import Recipe, facts_of
+from cassette_proxy.core.sessions.session_match import MatchSettings, SessionChoice, SessionScript
+from cassette_proxy.core.sessions.session_turns import TurnChoice
 from cassette_proxy.proxy.facts import request_facts
-from cassette_proxy.proxy.session_server import HOLD_SECONDS, SessionPlay, SessionServer
 from cassette_proxy.proxy.state import Outcome, state_of
+from cassette_proxy.proxy.websocket.session_server import HOLD_SECONDS, SessionPlay, SessionServer
 from in_process import Addon
 from mitmproxy import connection, http, websocket
 from mitmproxy.addons.proxyserver import Proxyserver
@@ -723,7 +723,7 @@ def test_the_session_server_reads_a_turns_recording_off_the_event_loop_and_answe
 def test_a_side_that_drops_its_connection_is_relayed_as_a_drop_any_other_close_as_it_came(proxy):
     """mitmproxy relays a lost connection as the close wsproto reads for it (1006), which wsproto sends as 1000:
     with the addon loaded, nothing is sent for it, and the connection closing after it is a drop to that side."""
-    from cassette_proxy.proxy import ws_drop
+    from cassette_proxy.proxy.websocket import ws_drop
     from mitmproxy.proxy.layers.websocket import WebsocketConnection
 
     proxy.configure()

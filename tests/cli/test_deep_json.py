@@ -1,5 +1,5 @@
 """JSON nested a thousand levels deep (2 KB) is one file's clear error in every command, never a RecursionError
-traceback (core/json_depth.py): a file that deep, a cassette nested past the limit that still parses, and a stream
+traceback (core/files/json_depth.py): a file that deep, a cassette nested past the limit that still parses, and a stream
 event that deep inside an otherwise good cassette, which is read with that event shown as text."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.json_depth import MAX_DEPTH
-from cassette_proxy.core.recipe import make_recipe, stored_key
+from cassette_proxy.core.files.json_depth import MAX_DEPTH
+from cassette_proxy.core.keys.recipe import make_recipe, stored_key
 from samples import cassette_path, chat, write
 
 DEEP, PAST_LIMIT = (f"{n:032x}" for n in (5, 6))

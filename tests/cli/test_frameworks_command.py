@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cassette_proxy.cli import main
-from cassette_proxy.core.frameworks import PRESETS, TOOL_CALL_ID_PLACES
+from cassette_proxy.core.keys.frameworks import PRESETS, TOOL_CALL_ID_PLACES
 
 
 def test_each_rule_is_one_line_with_its_shape_and_places(capsys):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy import cli
-from cassette_proxy.core.cassette_file import load
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.files.location import cassette_files
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import yamlserializer

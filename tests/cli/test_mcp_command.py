@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core.mcp_stdio import answer_lines, server_name, valid_name
+from cassette_proxy.core.sessions.mcp_stdio import answer_lines, server_name, valid_name
 
 CASSETTE = str(Path(sys.executable).with_name("cassette"))
 SERVER = Path(__file__).resolve().parent.parent / "support" / "stdio_echo_server.py"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Miss, Report
 from samples import cassette_path, chat, write
 

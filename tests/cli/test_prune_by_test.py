@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from cassette_proxy.core.report import Report
 
 OWN_A = "tests/t.py/test_a/api.openai.com/v1/chat/completions/" + "a" * 32 + ".json"

@@ -6,9 +6,9 @@ import json
 import uuid
 
 from cassette_proxy.cli import main
-from cassette_proxy.core.cassette_file import new_cassette
-from cassette_proxy.core.location import cassette_files, relative_name
-from cassette_proxy.core.recipe import make_recipe, stored_key
+from cassette_proxy.core.files.cassette_file import new_cassette
+from cassette_proxy.core.files.location import cassette_files, relative_name
+from cassette_proxy.core.keys.recipe import make_recipe, stored_key
 from samples import write
 
 BEFORE_PRESETS = {"recipe": 2, "ignore": [], "key_headers": ["anthropic-version", "anthropic-beta", "openai-beta"],
@@ -56,8 +56,8 @@ def test_rekey_gives_a_cassette_from_before_the_presets_all_of_them(tmp_path, ca
 
 def test_rekey_keeps_a_responses_websocket_turn_in_the_turns_key_space(tmp_path, capsys):
     """A turn is keyed like its POST twin with `"over": "websocket"`: rekey recomputes that key, not the twin's."""
-    from cassette_proxy.core.session_file import SESSION_FORMAT, Frame, session_object, stored_frames
-    from cassette_proxy.core.session_turns import turn_key, twin_request
+    from cassette_proxy.core.files.session_file import SESSION_FORMAT, Frame, session_object, stored_frames
+    from cassette_proxy.core.sessions.session_turns import turn_key, twin_request
 
     upgrade = {"method": "GET", "url": "wss://api.openai.com/v1/responses", "headers": {}}
     body = {"model": "gpt-5", "input": "Hi", "prompt_cache_key": "agents-sdk:run:" + "a" * 32}

@@ -7,7 +7,7 @@ import subprocess
 
 import fake_upstream
 from cassette_proxy.cli import main
-from cassette_proxy.core.cassette_file import events_fields
+from cassette_proxy.core.files.cassette_file import events_fields
 from cassette_proxy.proxy.stream_recorder import StreamRecorder
 from samples import cassette_path, chat, write
 

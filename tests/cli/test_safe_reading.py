@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cassette_proxy.cli import diff as diff_command
 from cassette_proxy.cli import main
-from cassette_proxy.core.cassette_file import DEFAULT_MAX_SIZE, CassetteError
+from cassette_proxy.core.files.cassette_file import DEFAULT_MAX_SIZE, CassetteError
 from cassette_proxy.core.report import Report
 from samples import cassette_path, chat, write
 

@@ -15,7 +15,7 @@ import openai
 import pytest
 from cassette_proxy.cli import main
 from cassette_proxy.cli.scan import looks_random
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
 from samples import chat, write
 
@@ -154,7 +154,7 @@ def test_files_named_explicitly_are_scanned_and_missing_ones_are_an_error(tmp_pa
 
 
 def test_redacted_cassette_is_clean(tmp_path, capsys):
-    from cassette_proxy.core.redact import parse_rules, redact
+    from cassette_proxy.core.secrets.redact import parse_rules, redact
 
     write(tmp_path, redact(chat(f"key {FAKE_OPENAI_KEY} mail a@b.co", "ok"), parse_rules(["pii"])))
     assert scan(capsys, "--rule", "pii", str(tmp_path))[0] == 0

@@ -19,9 +19,9 @@ import zlib
 from pathlib import Path
 
 from cassette_proxy.cli import main, scan
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps, events_fields, new_cassette
-from cassette_proxy.core.redact import parse_rules
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps, events_fields, new_cassette
+from cassette_proxy.core.secrets.redact import parse_rules
 
 RNG = random.Random(12)
 BASE62 = string.ascii_letters + string.digits

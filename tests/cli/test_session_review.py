@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.atomic_write import remove_stale_temp_files
-from cassette_proxy.core.cassette_file import load, new_cassette
-from cassette_proxy.core.session_file import Close, read_session
+from cassette_proxy.core.files.atomic_write import remove_stale_temp_files
+from cassette_proxy.core.files.cassette_file import load, new_cassette
+from cassette_proxy.core.files.session_file import Close, read_session
 from cassette_proxy.viewer.index import detail, summary_of
 from samples import write
 from session_samples import client, realtime_frames, server, session_cassette, write_session
@@ -228,9 +228,9 @@ def test_review_of_an_unreadable_session_says_why(tmp_path, capsys, target):
 
 
 def test_drift_skips_a_session_and_says_why_instead_of_re_sending_its_upgrade():
-    from cassette_proxy.core.drift_report import Outcome, Result
-    from cassette_proxy.core.hosts import HostScope
-    from cassette_proxy.core.recipe import make_recipe
+    from cassette_proxy.core.drift.drift_report import Outcome, Result
+    from cassette_proxy.core.keys.hosts import HostScope
+    from cassette_proxy.core.keys.recipe import make_recipe
     from cassette_proxy.launch.drift_plan import plan
     from session_samples import session_cassette
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 from cassette_command import CASSETTE, cassette
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps, load
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps, load
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from cassette_proxy.viewer import index as viewer_index
 from cassette_proxy.viewer.index import Index, detail

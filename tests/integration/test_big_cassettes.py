@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from cassette_proxy.core.cassette_file import decode_body, dumps
+from cassette_proxy.core.files.cassette_file import decode_body, dumps
 from harness import FAKE_OPENAI_KEY
 
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

@@ -10,7 +10,7 @@ import json
 
 import openai
 import pytest
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from harness import FAKE_OPENAI_KEY
 
 

@@ -1,7 +1,7 @@
 """A burst of connections: a suite's workers opening hundreds at once all get answers.
 
 mitmproxy listens with asyncio's backlog of 100; the addon raises it once the
-proxy listens (proxy/listen_backlog.py). `ss` shows a listening socket's
+proxy listens (proxy/listening/listen_backlog.py). `ss` shows a listening socket's
 backlog as its Send-Q.
 """
 

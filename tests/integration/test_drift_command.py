@@ -18,8 +18,8 @@ import openai
 import pytest
 from cassette_command import redirect_args
 from cassette_proxy.cli import main
-from cassette_proxy.core.cassette_file import load
-from cassette_proxy.core.summary import summarize_response
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.reading.summary import summarize_response
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy
 
 OPENAI_PROMPTS = {

@@ -20,8 +20,8 @@ import anthropic
 import httpx
 import openai
 import pytest
-from cassette_proxy.core.atomic_write import STALE_TEMP_SECONDS, write_atomic
-from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.files.atomic_write import STALE_TEMP_SECONDS, write_atomic
+from cassette_proxy.core.files.cassette_file import load
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, FakeUpstream, Proxy, free_port
 
 CHAT_URL = "https://api.openai.com/v1/chat/completions"

@@ -17,8 +17,8 @@ import openai
 import pytest
 import vcr
 from cassette_proxy import cli
-from cassette_proxy.core.cassette_file import load
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.files.location import cassette_files
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
 from inner_pytest import RECORDING, only_plugins
 

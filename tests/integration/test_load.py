@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-from cassette_proxy.core.cassette_file import load
+from cassette_proxy.core.files.cassette_file import load
 from harness import ROOT
 
 CLIENT = ROOT / "tests" / "support" / "load_client.py"

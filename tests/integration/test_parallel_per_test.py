@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cassette_command import cassette, redirect_args
-from cassette_proxy.core.per_test import folder_of_test
+from cassette_proxy.core.traffic.per_test import folder_of_test
 from harness import FAKE_OPENAI_KEY, ROOT
 
 NODE_SUITE = ROOT / "tests" / "node"

@@ -1,4 +1,4 @@
-"""The proxy starts beside the command: the launcher binds the ports and hands them to mitmdump (proxy/handover.py).
+"""The proxy starts beside the command: the launcher binds the ports and hands them to mitmdump (proxy/listening/handover.py).
 
 A gate holds mitmdump back (a wrapper that execs it once a file exists), so "before the proxy is ready" is a
 fact in these tests, not a race: the command runs, connects and sends while no mitmdump process exists yet.

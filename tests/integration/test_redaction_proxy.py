@@ -7,7 +7,7 @@ import json
 
 import openai
 import pytest
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from harness import FAKE_OPENAI_KEY
 
 EMAIL, PHONE = "jane.doe@example.com", "+1 (555) 123-4567"

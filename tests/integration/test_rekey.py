@@ -8,8 +8,8 @@ from pathlib import Path
 
 import openai
 from cassette_proxy import cli
-from cassette_proxy.core.location import cassette_files
-from cassette_proxy.core.recipe import make_recipe, stored_key
+from cassette_proxy.core.files.location import cassette_files
+from cassette_proxy.core.keys.recipe import make_recipe, stored_key
 from harness import FAKE_OPENAI_KEY
 
 ROOT = Path(__file__).resolve().parent.parent.parent

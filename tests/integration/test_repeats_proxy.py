@@ -4,7 +4,7 @@ to the n-th identical question; `reuse` (the default) gives every identical ques
 from __future__ import annotations
 
 import openai
-from cassette_proxy.core.location import cassette_files
+from cassette_proxy.core.files.location import cassette_files
 from harness import FAKE_OPENAI_KEY
 
 

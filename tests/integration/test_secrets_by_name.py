@@ -14,8 +14,8 @@ import ssl
 import httpx
 import pytest
 from cassette_proxy.cli import scan
-from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.redact import loggable_url, parse_rules, redact
+from cassette_proxy.core.keys.key import RequestFacts, request_key
+from cassette_proxy.core.secrets.redact import loggable_url, parse_rules, redact
 
 RULES = parse_rules([])
 PASSWORD, CLIENT_SECRET, API_KEY = "hunter2-FAKE-pw", "FAKE-client-secret-0042", "plainFAKEkeyNoShape"

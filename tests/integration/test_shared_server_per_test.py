@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from cassette_command import CASSETTE, redirect_args
-from cassette_proxy.core.per_test import folder_of_test
+from cassette_proxy.core.traffic.per_test import folder_of_test
 from harness import FAKE_OPENAI_KEY
 from inner_pytest import only_plugins
 

@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 import pytest
-from cassette_proxy.core import token_exchange
+from cassette_proxy.core.traffic import token_exchange
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fake_upstream import LIVE_TOKEN

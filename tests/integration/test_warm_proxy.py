@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import samples
 from cassette_command import CASSETTE, cassette
-from cassette_proxy.core.location import repeat_path
+from cassette_proxy.core.files.location import repeat_path
 from harness import FAKE_OPENAI_KEY
 
 pytest_plugins = ["pytester"]

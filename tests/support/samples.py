@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.location import relative_name
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.keys.key import RequestFacts, request_key
 
 
 def chat(prompt: str, answer: str, *, model: str = "gpt-4o-mini", finish: str = "stop", recorded_at: str = "") -> dict:

@@ -5,13 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.location import relative_name
-from cassette_proxy.core.recipe import make_recipe, stored_request
-from cassette_proxy.core.session_file import SESSION_FORMAT, Close, Frame, session_object, sidecar_name, stored_frames
-from cassette_proxy.core.session_match import DEFAULT_SESSION_IGNORE
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.files.session_file import (
+    SESSION_FORMAT,
+    Close,
+    Frame,
+    session_object,
+    sidecar_name,
+    stored_frames,
+)
+from cassette_proxy.core.keys.key import RequestFacts, request_key
+from cassette_proxy.core.keys.recipe import make_recipe, stored_request
+from cassette_proxy.core.sessions.session_match import DEFAULT_SESSION_IGNORE
 
 REALTIME_URL = ("wss", "api.openai.com", 443, "/v1/realtime", [("model", "gpt-realtime")])
 

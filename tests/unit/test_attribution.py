@@ -1,9 +1,10 @@
-"""Which test a request belongs to (core/attribution.py): the carriers, and the verdict when several tests run."""
+"""Which test a request belongs to (core/traffic/attribution.py): the carriers, and the verdict when several tests run."""
 
 from __future__ import annotations
 
 import pytest
-from cassette_proxy.core.attribution import (
+from cassette_proxy.core.report import Report
+from cassette_proxy.core.traffic.attribution import (
     Carried,
     attribute,
     carried,
@@ -11,7 +12,6 @@ from cassette_proxy.core.attribution import (
     encode_tests,
     without_member,
 )
-from cassette_proxy.core.report import Report
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ import zlib
 
 import pytest
 from botocore.eventstream import EventStreamBuffer
-from cassette_proxy.core import aws_eventstream, redact
-from cassette_proxy.core.cassette_file import CassetteError, decode_body, events_fields, load
-from cassette_proxy.core.key import RequestFacts, canonical_path, request_key
-from cassette_proxy.core.stream_events import EVENTSTREAM, split_events, stream_kind
+from cassette_proxy.core.files import aws_eventstream
+from cassette_proxy.core.files.cassette_file import CassetteError, decode_body, events_fields, load
+from cassette_proxy.core.files.stream_events import EVENTSTREAM, split_events, stream_kind
+from cassette_proxy.core.keys.key import RequestFacts, canonical_path, request_key
+from cassette_proxy.core.secrets import redact
 from cassette_proxy.proxy.stream_recorder import StreamRecorder
 
 HEADERS = {":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event"}

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import CassetteError, load
-from cassette_proxy.core.replay_cache import ReplayCache
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import CassetteError, load
+from cassette_proxy.core.workers.replay_cache import ReplayCache
 from samples import SAMPLE_KEY, minimal
 
 KEY = SAMPLE_KEY

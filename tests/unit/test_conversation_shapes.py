@@ -11,8 +11,8 @@ import json
 
 import fake_upstream
 import pytest
-from cassette_proxy.core.cassette_file import body_fields, events_fields, new_cassette
-from cassette_proxy.core.conversation import (
+from cassette_proxy.core.files.cassette_file import body_fields, events_fields, new_cassette
+from cassette_proxy.core.reading.conversation import (
     ANTHROPIC,
     GEMINI,
     OLLAMA,

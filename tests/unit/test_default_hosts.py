@@ -4,7 +4,7 @@ import fnmatch
 
 import pytest
 from cassette_proxy.core.defaults import DEFAULT_HOSTS
-from cassette_proxy.core.hosts import HostScope
+from cassette_proxy.core.keys.hosts import HostScope
 from cassette_proxy.launch.client_env import no_proxy_value
 
 

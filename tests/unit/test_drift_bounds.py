@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.key import RequestFacts
+from cassette_proxy.core.keys.key import RequestFacts
 from cassette_proxy.launch import drift_run
 from cassette_proxy.launch.resend import AnswerLimit, Received, send
 from samples import chat, write

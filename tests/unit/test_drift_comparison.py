@@ -1,4 +1,4 @@
-"""core/drift.py: what changed between a recorded answer and a live one, by severity, for each API shape.
+"""core/drift/drift.py: what changed between a recorded answer and a live one, by severity, for each API shape.
 
 Answers come from the fake upstream's builders (the shapes the real SDKs are
 tested against) and are stored as the recorder stores them.
@@ -11,8 +11,8 @@ import json
 
 import fake_upstream
 import pytest
-from cassette_proxy.core.cassette_file import body_fields, events_fields
-from cassette_proxy.core.drift import Severity, compare, parse_severity, similarity, word_diff
+from cassette_proxy.core.drift.drift import Severity, compare, parse_severity, similarity, word_diff
+from cassette_proxy.core.files.cassette_file import body_fields, events_fields
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 CLAUDE = {"model": "claude-test-model", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}

@@ -12,13 +12,20 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.cli import drift, main
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps
-from cassette_proxy.core.credentials import CredentialError, credential_headers, parse_rule
-from cassette_proxy.core.drift import Finding, Severity
-from cassette_proxy.core.drift_report import EXIT_DRIFT, EXIT_UNCHECKED, DriftReport, Outcome, Result, render_markdown
-from cassette_proxy.core.hosts import HostScope
-from cassette_proxy.core.recipe import make_recipe, stored_key
+from cassette_proxy.core.drift.credentials import CredentialError, credential_headers, parse_rule
+from cassette_proxy.core.drift.drift import Finding, Severity
+from cassette_proxy.core.drift.drift_report import (
+    EXIT_DRIFT,
+    EXIT_UNCHECKED,
+    DriftReport,
+    Outcome,
+    Result,
+    render_markdown,
+)
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps
+from cassette_proxy.core.keys.hosts import HostScope
+from cassette_proxy.core.keys.recipe import make_recipe, stored_key
 from cassette_proxy.launch import drift_run
 from cassette_proxy.launch.drift_plan import Job, Selection, gather, glob_for_tests, plan, selected
 from cassette_proxy.launch.drift_run import Budget, Policy, check

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core import miss
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
-from cassette_proxy.core.endpoint_index import EndpointIndex, EndpointIndexes
-from cassette_proxy.core.recipe import make_recipe
+from cassette_proxy.core.keys.recipe import make_recipe
+from cassette_proxy.core.reading import miss
+from cassette_proxy.core.reading.endpoint_index import EndpointIndex, EndpointIndexes
 
 KEYS = [f"{i:032x}" for i in range(6)]
 

@@ -7,10 +7,10 @@ import random
 import uuid
 
 import pytest
-from cassette_proxy.core.frameworks import DEFAULT_FRAMEWORKS, parse_frameworks
-from cassette_proxy.core.key import RequestFacts, request_key
-from cassette_proxy.core.recipe import make_recipe, recipe_of, stored_key
-from cassette_proxy.core.volatile import Replaced, with_placeholders
+from cassette_proxy.core.keys.frameworks import DEFAULT_FRAMEWORKS, parse_frameworks
+from cassette_proxy.core.keys.key import RequestFacts, request_key
+from cassette_proxy.core.keys.recipe import make_recipe, recipe_of, stored_key
+from cassette_proxy.core.keys.volatile import Replaced, with_placeholders
 
 ON = make_recipe()
 OFF = make_recipe(frameworks=())

@@ -1,4 +1,4 @@
-"""The import conversion on its own (core/importer.py): cassettes serialised by VCR.py's own serializers and by
+"""The import conversion on its own (core/migration/importer.py): cassettes serialised by VCR.py's own serializers and by
 langchain_tests' serializer, HAR entries, and the rules the proxy applies when it records (key and its settings,
 statuses, sequences, collisions, redaction, dates), and what `load` would refuse."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import brotli
 import pytest
-from cassette_proxy.core import importer
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import dumps, parse
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
-from cassette_proxy.core.key import RequestFacts, identity, key_of, parse_ignore_paths
-from cassette_proxy.core.location import MAX_NAME, relative_name, short_name
-from cassette_proxy.core.recipe import make_recipe
-from cassette_proxy.core.recording_formats import read_recording
-from cassette_proxy.core.volatile import parse_value_patterns
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import dumps, parse
+from cassette_proxy.core.files.location import MAX_NAME, relative_name, short_name
+from cassette_proxy.core.keys.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.core.keys.recipe import make_recipe
+from cassette_proxy.core.keys.volatile import parse_value_patterns
+from cassette_proxy.core.migration import importer
+from cassette_proxy.core.migration.recording_formats import read_recording
 from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.serializers import jsonserializer, yamlserializer

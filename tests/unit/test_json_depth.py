@@ -1,4 +1,4 @@
-"""JSON we did not write is read bounded in depth (core/json_depth.py): the depth measured without recursion
+"""JSON we did not write is read bounded in depth (core/files/json_depth.py): the depth measured without recursion
 agrees with the plain recursive one on any JSON, a thousand levels are a ValueError, never a RecursionError."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.core.json_depth import MAX_DEPTH, TooDeep, loads, nested_deeper
+from cassette_proxy.core.files.json_depth import MAX_DEPTH, TooDeep, loads, nested_deeper
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -4,7 +4,7 @@ import json
 import random
 
 import pytest
-from cassette_proxy.core.key import (
+from cassette_proxy.core.keys.key import (
     SAS_QUERY_PARAMS,
     SECRET_QUERY_PARAMS,
     KeyCache,

@@ -13,7 +13,8 @@ import re
 from urllib.parse import parse_qsl
 
 import pytest
-from cassette_proxy.core.key import (
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.keys.key import (
     RequestFacts,
     identity,
     multipart_parts,
@@ -23,7 +24,6 @@ from cassette_proxy.core.key import (
     public_url,
     request_key,
 )
-from cassette_proxy.core.location import relative_name
 from hypothesis import given
 from hypothesis import strategies as st
 

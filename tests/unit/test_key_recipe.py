@@ -6,11 +6,19 @@ import random
 from decimal import Decimal
 
 import pytest
-from cassette_proxy.core.key import KeyCache, RequestFacts, exact_facts, identity, keyed, preset_values, request_key
-from cassette_proxy.core.recipe import RecipeError, make_recipe, stored_key, stored_request
+from cassette_proxy.core.keys.key import (
+    KeyCache,
+    RequestFacts,
+    exact_facts,
+    identity,
+    keyed,
+    preset_values,
+    request_key,
+)
+from cassette_proxy.core.keys.recipe import RecipeError, make_recipe, stored_key, stored_request
+from cassette_proxy.core.keys.volatile import PRESETS, literal_prefix, parse_value_patterns
 from cassette_proxy.core.record_statuses import parse_record_statuses
-from cassette_proxy.core.request_worker import key_job, perform
-from cassette_proxy.core.volatile import PRESETS, literal_prefix, parse_value_patterns
+from cassette_proxy.core.workers.request_worker import key_job, perform
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""LangChain's recordings (core/redacted_request.py, core/vcr_test_ids.py): cassettes written by langchain_tests' own
+"""LangChain's recordings (core/migration/redacted_request.py, core/migration/vcr_test_ids.py): cassettes written by langchain_tests' own
 serializer after the partner packages' redaction, their URLs, content types and key headers rebuilt from what the
 request shows, and each file's test found for the per-test scope."""
 
@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core import importer
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
-from cassette_proxy.core.key import RequestFacts, identity, key_of
-from cassette_proxy.core.recording_formats import read_recording
-from cassette_proxy.core.vcr_test_ids import TestModules, test_parts
+from cassette_proxy.core.keys.key import RequestFacts, identity, key_of
+from cassette_proxy.core.migration import importer
+from cassette_proxy.core.migration.recording_formats import read_recording
+from cassette_proxy.core.migration.vcr_test_ids import TestModules, test_parts
 from vcr.request import Request
 
 SSE = b'event: response.created\ndata: {"type":"response.created"}\n\nevent: response.completed\ndata: {}\n\n'

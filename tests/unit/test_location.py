@@ -1,11 +1,11 @@
-"""Where a cassette lives (core/location.py): a URL path segment longer than a file name may be (255 bytes) and a
+"""Where a cassette lives (core/files/location.py): a URL path segment longer than a file name may be (255 bytes) and a
 whole name over MAX_NAME are shortened deterministically (a readable prefix plus a hash); names that fit are
 unchanged, so existing cassettes keep their paths. Such requests recorded and replayed through a real mitmdump:
 tests/integration/test_long_path_segments.py; in the addon: tests/addon/test_long_names.py."""
 
 from __future__ import annotations
 
-from cassette_proxy.core.location import MAX_NAME, MAX_SEGMENT, relative_name, short_name
+from cassette_proxy.core.files.location import MAX_NAME, MAX_SEGMENT, relative_name, short_name
 
 KEY = "0123456789abcdef0123456789abcdef"
 

@@ -1,7 +1,7 @@
 """Which hosts count as this machine: decided from the text alone, never by a resolver (core/hosts.is_loopback)."""
 
 import pytest
-from cassette_proxy.core.hosts import is_loopback
+from cassette_proxy.core.keys.hosts import is_loopback
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,12 @@
-"""MCP cassettes read as conversations (core/conversation.py), as `show`, `ls` and `view` print them: the method
+"""MCP cassettes read as conversations (core/reading/conversation.py), as `show`, `ls` and `view` print them: the method
 and tool of a request, a tool's text, the tools a server lists, an error, the notifications of an SSE answer."""
 
 from __future__ import annotations
 
 import json
 
-from cassette_proxy.core.conversation import MCP, conversation_of
-from cassette_proxy.core.summary import summarize_request, summarize_response, turn_lines
+from cassette_proxy.core.reading.conversation import MCP, conversation_of
+from cassette_proxy.core.reading.summary import summarize_request, summarize_response, turn_lines
 
 CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}}
 

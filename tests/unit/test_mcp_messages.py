@@ -1,4 +1,4 @@
-"""MCP's JSON-RPC facts (core/mcp.py): which requests are MCP, which ids an answer must respond to, which SSE
+"""MCP's JSON-RPC facts (core/sessions/mcp.py): which requests are MCP, which ids an answer must respond to, which SSE
 events respond, and a miss as JSON-RPC errors."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cassette_proxy.core.mcp import McpRequest, answered_ids, id_key, mcp_request, miss_answer
+from cassette_proxy.core.sessions.mcp import McpRequest, answered_ids, id_key, mcp_request, miss_answer
 
 CHAT = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "initialize"}]}).encode()
 INIT = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}).encode()

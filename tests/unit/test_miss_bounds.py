@@ -10,11 +10,11 @@ from __future__ import annotations
 import base64
 import random
 
-from cassette_proxy.core import random_values
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.diff import MAX_CHANGES, MAX_DEPTH, Reordered, changes, differences, first_difference
-from cassette_proxy.core.miss import closest, miss_body
-from cassette_proxy.core.recipe import make_recipe
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.keys.recipe import make_recipe
+from cassette_proxy.core.reading import random_values
+from cassette_proxy.core.reading.diff import MAX_CHANGES, MAX_DEPTH, Reordered, changes, differences, first_difference
+from cassette_proxy.core.reading.miss import closest, miss_body
 
 RECIPE = make_recipe()
 URL = "https://api.openai.com/v1/chat/completions"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.miss import closest, identity_differences, miss_body
-from cassette_proxy.core.recipe import make_recipe, stored_identity
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.keys.recipe import make_recipe, stored_identity
+from cassette_proxy.core.reading.miss import closest, identity_differences, miss_body
 
 RECIPE = make_recipe()
 

@@ -8,11 +8,11 @@ import uuid
 
 import pytest
 from cassette_proxy.core import hints
-from cassette_proxy.core.cassette_file import dumps, new_cassette
-from cassette_proxy.core.location import relative_name
-from cassette_proxy.core.miss import closest, miss_body
-from cassette_proxy.core.random_values import common_shape
-from cassette_proxy.core.recipe import make_recipe, stored_identity, stored_key
+from cassette_proxy.core.files.cassette_file import dumps, new_cassette
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.keys.recipe import make_recipe, stored_identity, stored_key
+from cassette_proxy.core.reading.miss import closest, miss_body
+from cassette_proxy.core.reading.random_values import common_shape
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,12 @@
-"""Where a test's own recordings live (core/per_test.py) and how the run report counts per test (core/report.py)."""
+"""Where a test's own recordings live (core/traffic/per_test.py) and how the run report counts per test (core/report.py)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from cassette_proxy.core.per_test import NO_TEST, folder_of_test, scoped_name
 from cassette_proxy.core.report import Report
+from cassette_proxy.core.traffic.per_test import NO_TEST, folder_of_test, scoped_name
 
 SHARED = "api.openai.com/v1/chat/completions/" + "a" * 32 + ".json"
 

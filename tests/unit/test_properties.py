@@ -11,8 +11,8 @@ import json
 import re
 from pathlib import Path, PurePosixPath
 
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import (
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import (
     DROPPED_HEADERS,
     body_fields,
     decode_body,
@@ -21,8 +21,8 @@ from cassette_proxy.core.cassette_file import (
     new_cassette,
     stored_headers,
 )
-from cassette_proxy.core.key import RequestFacts, identity, key_of
-from cassette_proxy.core.location import relative_name
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.keys.key import RequestFacts, identity, key_of
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,4 +1,4 @@
-"""Reading foreign recordings (core/recording_formats.py): gzip'd files, langchain_tests' layout as its own serializer
+"""Reading foreign recordings (core/migration/recording_formats.py): gzip'd files, langchain_tests' layout as its own serializer
 writes it, and the bounds that keep a hostile file from exhausting memory, time or the C stack."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 
 import pytest
 import yaml
-from cassette_proxy.core import recording_formats
-from cassette_proxy.core.recording_formats import (
+from cassette_proxy.core.migration import recording_formats
+from cassette_proxy.core.migration.recording_formats import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
     Recorded,
@@ -171,7 +171,7 @@ def test_without_libyaml_the_pure_loader_reads_the_same():
     """A subprocess with libyaml hidden: the fallback still reads (and bounds) recordings."""
     script = (
         "import sys; sys.modules['yaml._yaml'] = None\n"
-        "from cassette_proxy.core import recording_formats as r\n"
+        "from cassette_proxy.core.migration import recording_formats as r\n"
         "assert not r.LIBYAML and not r.LIBYAML_LIMITS_NESTING\n"
         "print(r.read_recording(sys.stdin.buffer.read(), 'a.yaml')[0])\n"
     )

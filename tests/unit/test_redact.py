@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from cassette_proxy.core.redact import luhn_valid, parse_rule, parse_rules, redact
+from cassette_proxy.core.secrets.redact import luhn_valid, parse_rule, parse_rules, redact
 from harness import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY
 from hypothesis import given
 from hypothesis import strategies as st
@@ -192,7 +192,7 @@ def test_a_text_body_holding_json_has_its_credential_fields_redacted():
     """A JSON answer above 1 MB is stored as text: the credential-field rule must still reach inside it."""
     import json
 
-    from cassette_proxy.core.redact import parse_rules, redacted
+    from cassette_proxy.core.secrets.redact import parse_rules, redacted
 
     text = (
         '{"data": [{"Api-Key": "sk-abc\\"def", "n": 1.50}], "password" :  "hunter2", '

@@ -1,5 +1,5 @@
 """Routes without a proxy: `--reverse NAME=URL[@PORT]` parsed, route names, which listener a request came through
-(proxy/routes.py, pure), NO_PROXY keeping the listeners, the summary's and merged reports' counts per route. Through
+(proxy/listening/routes.py, pure), NO_PROXY keeping the listeners, the summary's and merged reports' counts per route. Through
 a real mitmdump and `cassette run`: tests/integration/test_routes.py."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cassette_proxy.core.report import Report
 from cassette_proxy.launch import client_env, launcher
-from cassette_proxy.proxy import routes
+from cassette_proxy.proxy.listening import routes
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""A known secret never reaches an output, in whatever form it was printed (core/scrub.py); a credential with a line
-break is stripped or refused before it is sent (core/credentials.py, launch/resend.py). Every key here is fake."""
+"""A known secret never reaches an output, in whatever form it was printed (core/secrets/scrub.py); a credential with a line
+break is stripped or refused before it is sent (core/drift/credentials.py, launch/resend.py). Every key here is fake."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 from cassette_proxy.cli import main
-from cassette_proxy.core.credentials import CredentialError, credential_headers
+from cassette_proxy.core.drift.credentials import CredentialError, credential_headers
+from cassette_proxy.core.keys.recipe import facts_of
 from cassette_proxy.core.printable import PrintableStream, logger
-from cassette_proxy.core.recipe import facts_of
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
-from cassette_proxy.core.scrub import PLACEHOLDER, Scrubber, register
+from cassette_proxy.core.secrets.scrub import PLACEHOLDER, Scrubber, register
 from cassette_proxy.launch import drift_run
 from cassette_proxy.launch.resend import request_headers
 from samples import chat, write

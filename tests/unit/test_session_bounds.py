@@ -1,4 +1,4 @@
-"""A hostile session cassette is refused before it costs what it asks for (core/session_file.py): its frames are
+"""A hostile session cassette is refused before it costs what it asks for (core/files/session_file.py): its frames are
 counted while it is parsed, and sidecar spans may neither overlap nor pass the sidecar's end, so no payload is
 rebuilt from a file that could never be played. Each hostile file is made here."""
 
@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core import session_file
-from cassette_proxy.core.cassette_file import CassetteError, load
-from cassette_proxy.core.session_file import MAX_FRAMES, Frame, read_session
+from cassette_proxy.core.files import session_file
+from cassette_proxy.core.files.cassette_file import CassetteError, load
+from cassette_proxy.core.files.session_file import MAX_FRAMES, Frame, read_session
 from session_samples import server, session_cassette, write_session
 
 MIB = 1024 * 1024

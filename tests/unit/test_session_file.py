@@ -6,10 +6,9 @@ import json
 import os
 
 import pytest
-from cassette_proxy.core.atomic_write import write_new
-from cassette_proxy.core.cassette_file import CassetteError, dumps, load, parse
-from cassette_proxy.core.replay_cache import replay_of
-from cassette_proxy.core.session_file import (
+from cassette_proxy.core.files.atomic_write import write_new
+from cassette_proxy.core.files.cassette_file import CassetteError, dumps, load, parse
+from cassette_proxy.core.files.session_file import (
     Close,
     Frame,
     read_session,
@@ -18,6 +17,7 @@ from cassette_proxy.core.session_file import (
     session_files,
     stored_frames,
 )
+from cassette_proxy.core.workers.replay_cache import replay_of
 from session_samples import client, realtime_frames, server, session_cassette, write_session
 
 AUDIO = base64.b64encode(bytes(range(256)) * 24).decode()
@@ -191,7 +191,7 @@ def test_hostile_sessions_are_refused_naming_the_problem(change, problem):
 
 
 def test_too_many_frames_are_refused(monkeypatch):
-    from cassette_proxy.core import session_file
+    from cassette_proxy.core.files import session_file
 
     frames = len(_session()["session"]["frames"])
     monkeypatch.setattr(session_file, "MAX_FRAMES", frames - 1)  # the exact count (parse_json stops at twice)

@@ -3,9 +3,10 @@
 import json
 
 import pytest
-from cassette_proxy.core.key import parse_ignore_paths
-from cassette_proxy.core.session_file import Frame, Session
-from cassette_proxy.core.session_match import (
+from cassette_proxy.core.files.session_file import Frame, Session
+from cassette_proxy.core.keys.key import parse_ignore_paths
+from cassette_proxy.core.keys.volatile import parse_value_patterns
+from cassette_proxy.core.sessions.session_match import (
     GEMINI,
     OPENAI,
     MatchSettings,
@@ -19,7 +20,6 @@ from cassette_proxy.core.session_match import (
     same_conversation,
     shape_of,
 )
-from cassette_proxy.core.volatile import parse_value_patterns
 from session_samples import client, realtime_frames, server
 
 DEFAULTS = MatchSettings()

@@ -2,12 +2,12 @@
 
 import json
 
-from cassette_proxy.core.key import request_key
-from cassette_proxy.core.miss import identity_differences, miss_body
-from cassette_proxy.core.recipe import facts_of, make_recipe, stored_identity
-from cassette_proxy.core.session_file import Session
-from cassette_proxy.core.session_match import RESPONSES, Miss, miss_event
-from cassette_proxy.core.session_turns import (
+from cassette_proxy.core.files.session_file import Session
+from cassette_proxy.core.keys.key import request_key
+from cassette_proxy.core.keys.recipe import facts_of, make_recipe, stored_identity
+from cassette_proxy.core.reading.miss import identity_differences, miss_body
+from cassette_proxy.core.sessions.session_match import RESPONSES, Miss, miss_event
+from cassette_proxy.core.sessions.session_turns import (
     TURN_REFERENCE,
     TurnChoice,
     create_body,

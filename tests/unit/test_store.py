@@ -4,9 +4,9 @@ import json
 from pathlib import PurePosixPath
 
 import pytest
-from cassette_proxy.core import atomic_write
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import (
+from cassette_proxy.core.files import atomic_write
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import (
     CassetteError,
     body_fields,
     decode_body,
@@ -15,8 +15,8 @@ from cassette_proxy.core.cassette_file import (
     load,
     stored_headers,
 )
-from cassette_proxy.core.location import relative_name
-from cassette_proxy.core.replay_cache import ReplayCache
+from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.workers.replay_cache import ReplayCache
 from hypothesis import given
 from hypothesis import strategies as st
 from samples import SAMPLE_KEY, minimal

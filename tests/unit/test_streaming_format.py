@@ -7,9 +7,9 @@ import itertools
 import json
 
 import pytest
-from cassette_proxy.core.atomic_write import write_atomic
-from cassette_proxy.core.cassette_file import CassetteError, decode_body, dumps, events_fields, load, new_cassette
-from cassette_proxy.core.stream_events import NDJSON, SSE, ends_protocol, split_events, stream_kind
+from cassette_proxy.core.files.atomic_write import write_atomic
+from cassette_proxy.core.files.cassette_file import CassetteError, decode_body, dumps, events_fields, load, new_cassette
+from cassette_proxy.core.files.stream_events import NDJSON, SSE, ends_protocol, split_events, stream_kind
 from cassette_proxy.proxy.stream_recorder import StreamRecorder
 from cassette_proxy.proxy.timed_replay import TimedReplayServer, TimedStream, parse_replay_timing
 from hypothesis import given

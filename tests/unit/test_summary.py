@@ -10,8 +10,8 @@ import json
 
 import pytest
 from cassette_proxy.cli.diff import compare
-from cassette_proxy.core.conversation import conversation_from, conversation_of
-from cassette_proxy.core.summary import summarize_request, summarize_response, turn_lines
+from cassette_proxy.core.reading.conversation import conversation_from, conversation_of
+from cassette_proxy.core.reading.summary import summarize_request, summarize_response, turn_lines
 
 
 def sse(*events: dict, named: bool = False) -> str:

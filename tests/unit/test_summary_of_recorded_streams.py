@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import fake_upstream
 from cassette_proxy.cli.diff import compare
-from cassette_proxy.core.cassette_file import events_fields
-from cassette_proxy.core.summary import summarize_response
+from cassette_proxy.core.files.cassette_file import events_fields
+from cassette_proxy.core.reading.summary import summarize_response
 
 
 def recorded(events: list[str]) -> dict:

@@ -6,7 +6,7 @@ import fnmatch
 import json
 
 import pytest
-from cassette_proxy.core.telemetry import answer, parse_sinks
+from cassette_proxy.core.traffic.telemetry import answer, parse_sinks
 
 SINKS = parse_sinks(True, [])
 

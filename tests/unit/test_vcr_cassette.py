@@ -1,4 +1,4 @@
-"""The `vcr` fixture's object (core/vcr_cassette.py): a test's interactions through the proxy read as VCR.py's
+"""The `vcr` fixture's object (core/migration/vcr_cassette.py): a test's interactions through the proxy read as VCR.py's
 Cassette, one entry per recording in the order of first use, every replay counted."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from cassette_proxy.core.cassette_file import CassetteError, body_fields, dumps, events_fields, new_cassette
-from cassette_proxy.core.vcr_cassette import RecordedCassette, Request
+from cassette_proxy.core.files.cassette_file import CassetteError, body_fields, dumps, events_fields, new_cassette
+from cassette_proxy.core.migration.vcr_cassette import RecordedCassette, Request
 
 URL = "https://api.openai.com/v1/chat/completions"
 

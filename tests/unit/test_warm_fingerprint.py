@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core.frameworks import DEFAULT_FRAMEWORKS
+from cassette_proxy.core.keys.frameworks import DEFAULT_FRAMEWORKS
 from cassette_proxy.launch.launcher import Settings, parse_reverse
 from cassette_proxy.launch.warm_proxy import differences, fingerprint
 

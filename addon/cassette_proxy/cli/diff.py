@@ -16,12 +16,19 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
 from ..core.defaults import default_dir
-from ..core.diff import differences
-from ..core.session_conversation import client_message_changes, session_summary
-from ..core.session_file import is_session
-from ..core.summary import RequestSummary, ResponseSummary, fence, one_line, summarize_request, summarize_response
+from ..core.files.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
+from ..core.files.session_file import is_session
+from ..core.reading.diff import differences
+from ..core.reading.session_conversation import client_message_changes, session_summary
+from ..core.reading.summary import (
+    RequestSummary,
+    ResponseSummary,
+    fence,
+    one_line,
+    summarize_request,
+    summarize_response,
+)
 
 BEHAVIOUR = ("status", "model", "finish_reason", "content")
 INLINE = 100

@@ -5,11 +5,11 @@ response shape or a changed answer. This command parses its flags into what a
 drift run takes and starts one (launch/drift_run.py): each selected cassette's
 request is re-sent through a proxy started in update mode, which records into a
 scratch folder (the cassette folder is only read, unless `--write`), compared
-with its cassette (core/drift.py: status, shape, behaviour, text) and printed
+with its cassette (core/drift/drift.py: status, shape, behaviour, text) and printed
 as a table; `--report` and `--markdown` keep it for a scheduled job, `--write`
 accepts the drifted re-recordings into the cassette folder for review. Which
 cassettes can be re-sent, and how, is launch/drift_plan.py. Credentials come
-from the environment (core/credentials.py), the key and host settings are
+from the environment (core/drift/credentials.py), the key and host settings are
 `cassette run`'s own flags (proxy_flags.py).
 """
 
@@ -20,10 +20,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.credentials import parse_rule
 from ..core.defaults import DEFAULT_KEY_HEADERS
-from ..core.drift import SEVERITY_NAMES, parse_severity
-from ..core.recipe import make_recipe
+from ..core.drift.credentials import parse_rule
+from ..core.drift.drift import SEVERITY_NAMES, parse_severity
+from ..core.keys.recipe import make_recipe
 from ..launch import drift_run
 from ..launch.drift_plan import Selection
 from ..launch.errors import LauncherError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.frameworks import PRESETS, TOOL_CALL_ID_PLACES
+from ..core.keys.frameworks import PRESETS, TOOL_CALL_ID_PLACES
 
 
 def frameworks_text() -> str:

@@ -15,14 +15,20 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..core import importer
-from ..core.cassette_file import CassetteError, read_limited
 from ..core.defaults import DEFAULT_HOSTS, default_dir
-from ..core.frameworks import DEFAULT_FRAMEWORKS
-from ..core.per_test import DEFAULT_SCOPE, SCOPES
+from ..core.files.cassette_file import CassetteError, read_limited
+from ..core.keys.frameworks import DEFAULT_FRAMEWORKS
+from ..core.migration import importer
+from ..core.migration.recording_formats import (
+    FORMATS,
+    LIBYAML,
+    MAX_RECORDING_BYTES,
+    UnreadableRecording,
+    read_recording,
+)
+from ..core.migration.vcr_test_ids import TestModules
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES
-from ..core.recording_formats import FORMATS, LIBYAML, MAX_RECORDING_BYTES, UnreadableRecording, read_recording
-from ..core.vcr_test_ids import TestModules
+from ..core.traffic.per_test import DEFAULT_SCOPE, SCOPES
 from . import proxy_flags
 
 _LABELS = {

@@ -10,14 +10,14 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from ..core.cassette_file import CassetteError, load
-from ..core.conversation import MCP, shape_of, turn_number
 from ..core.defaults import default_dir
-from ..core.location import cassette_files
-from ..core.session_conversation import session_conversation
-from ..core.session_file import is_session
-from ..core.summary import RequestSummary, summarize_request
-from ..core.summary import one_line as short
+from ..core.files.cassette_file import CassetteError, load
+from ..core.files.location import cassette_files
+from ..core.files.session_file import is_session
+from ..core.reading.conversation import MCP, shape_of, turn_number
+from ..core.reading.session_conversation import session_conversation
+from ..core.reading.summary import RequestSummary, summarize_request
+from ..core.reading.summary import one_line as short
 
 SHORT_KEY = 8
 

@@ -1,4 +1,4 @@
-"""`cassette mcp -- SERVER_COMMAND…`: an MCP server over stdio, recorded and replayed (core/mcp_stdio.py).
+"""`cassette mcp -- SERVER_COMMAND…`: an MCP server over stdio, recorded and replayed (core/sessions/mcp_stdio.py).
 
 Used as the command an MCP client spawns (`MCPServerStdio(params={"command": "cassette", "args": ["mcp",
 "--", "python", "server.py"]})`): it passes the newline-delimited JSON-RPC messages between the client (its
@@ -19,10 +19,10 @@ import signal
 import sys
 from pathlib import Path
 
-from ..core import redact
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir, default_mode
-from ..core.mcp_stdio import server_name, valid_name
-from ..core.recipe import make_recipe
+from ..core.keys.recipe import make_recipe
+from ..core.secrets import redact
+from ..core.sessions.mcp_stdio import server_name, valid_name
 from ..launch.control_client import CONTROL_TOKEN_VAR
 from ..launch.enclosing_run import REPORTS_VAR, run_environ
 from ..launch.errors import LauncherError

@@ -19,11 +19,11 @@ import argparse
 import fnmatch
 from pathlib import Path
 
-from ..core.cassette_file import CassetteError, load
 from ..core.defaults import default_dir
-from ..core.location import cassette_files
+from ..core.files.cassette_file import CassetteError, load
+from ..core.files.location import cassette_files
+from ..core.files.session_file import sidecar_of
 from ..core.report import Report, ReportError
-from ..core.session_file import sidecar_of
 
 
 class Refusal(Exception):

@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..core.atomic_write import write_atomic
-from ..core.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
-from ..core.frameworks import DEFAULT_FRAMEWORKS, PRESETS
-from ..core.key import identity, key_of
-from ..core.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
-from ..core.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
-from ..core.session_file import is_session
+from ..core.files.atomic_write import write_atomic
+from ..core.files.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
+from ..core.files.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
+from ..core.files.session_file import is_session
+from ..core.keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS
+from ..core.keys.key import identity, key_of
+from ..core.keys.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
 from ..launch.launcher import LauncherError
 
 _NAME = re.compile(r"^([0-9a-f]{32})(?:\.([1-9][0-9]*))?\.json$")

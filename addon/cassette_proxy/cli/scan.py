@@ -21,12 +21,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..core import json_depth
-from ..core.cassette_file import CassetteError, folder_for, read_limited
 from ..core.defaults import default_dir
-from ..core.location import cassette_files
-from ..core.redact import SIDES, Rule, parse_rules
-from ..core.stream_events import payload_lines
+from ..core.files import json_depth
+from ..core.files.cassette_file import CassetteError, folder_for, read_limited
+from ..core.files.location import cassette_files
+from ..core.files.stream_events import payload_lines
+from ..core.secrets.redact import SIDES, Rule, parse_rules
 
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 MAX_TOKEN = 128

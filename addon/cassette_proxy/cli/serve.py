@@ -21,7 +21,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 
-from ..core.atomic_write import write_atomic
+from ..core.files.atomic_write import write_atomic
 from ..core.report import summary
 from ..launch import launcher, warm_proxy
 from ..launch.serve_state import state_file, state_header

@@ -6,15 +6,15 @@ import argparse
 import os
 from pathlib import Path
 
-from ..core.cassette_file import CassetteError, folder_for, load
-from ..core.conversation import MCP, conversation_from, conversation_of, mcp_call
 from ..core.defaults import default_dir
-from ..core.location import cassette_files
-from ..core.recipe import RecipeError, recorded_preset_values
-from ..core.session_conversation import session_lines
-from ..core.session_file import is_session
-from ..core.summary import one_line as short
-from ..core.summary import summarize_request, summarize_response, turn_lines
+from ..core.files.cassette_file import CassetteError, folder_for, load
+from ..core.files.location import cassette_files
+from ..core.files.session_file import is_session
+from ..core.keys.recipe import RecipeError, recorded_preset_values
+from ..core.reading.conversation import MCP, conversation_from, conversation_of, mcp_call
+from ..core.reading.session_conversation import session_lines
+from ..core.reading.summary import one_line as short
+from ..core.reading.summary import summarize_request, summarize_response, turn_lines
 from .ls import size
 
 

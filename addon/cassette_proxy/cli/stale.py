@@ -11,9 +11,9 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ..core.cassette_file import CassetteError, load
 from ..core.defaults import default_dir
-from ..core.location import cassette_files
+from ..core.files.cassette_file import CassetteError, load
+from ..core.files.location import cassette_files
 
 UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "y": timedelta(days=365)}
 _AGE = re.compile(r"^(\d+)([hdwy])$")

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .attribution import UNATTRIBUTED
-from .cassette_file import DEFAULT_MAX_SIZE
 from .defaults import (
     CONTROL_HOST,
     CONTROL_TOKEN_VAR,
@@ -41,15 +39,17 @@ from .defaults import (
     REPEATS,
     REPLAY_TIMING_VAR,
 )
-from .frameworks import DEFAULT_FRAMEWORKS, PRESETS
+from .files.cassette_file import DEFAULT_MAX_SIZE
 from .hints import DEFAULT_STARTER, STARTERS
-from .hosts import HostScope
-from .key import parse_ignore_paths
-from .per_test import DEFAULT_SCOPE, SCOPES
+from .keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS
+from .keys.hosts import HostScope
+from .keys.key import parse_ignore_paths
 from .record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
-from .redact import parse_rules
-from .session_match import DEFAULT_SESSION_IGNORE
-from .token_exchange import parse_endpoints
+from .secrets.redact import parse_rules
+from .sessions.session_match import DEFAULT_SESSION_IGNORE
+from .traffic.attribution import UNATTRIBUTED
+from .traffic.per_test import DEFAULT_SCOPE, SCOPES
+from .traffic.token_exchange import parse_endpoints
 
 PREFIX = "cassette_"
 

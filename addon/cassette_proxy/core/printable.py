@@ -16,7 +16,7 @@ import logging
 import re
 from typing import Any, TextIO
 
-from .scrub import scrub
+from .secrets.scrub import scrub
 
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
 """C0 (but tab and newline), DEL, C1 (`\\x9b` is a CSI to some terminals), the bidi marks, embeddings, overrides and

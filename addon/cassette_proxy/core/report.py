@@ -23,10 +23,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from .atomic_write import write_atomic
-from .per_test import NO_TEST
+from .files.atomic_write import write_atomic
 from .printable import printable
-from .scrub import scrub
+from .secrets.scrub import scrub
+from .traffic.per_test import NO_TEST
 
 
 class ReportError(Exception):
@@ -49,7 +49,7 @@ class ErrorKind(StrEnum):
     SESSION_INCOMPLETE = "session_incomplete"
     NOT_A_WEBSOCKET = "not_a_websocket"
     UNATTRIBUTED = "cassette_unattributed"
-    """A request in the test scope whose test could not be named (core/attribution.py): refused, nothing saved."""
+    """A request in the test scope whose test could not be named (core/traffic/attribution.py): refused, nothing saved."""
 
 
 @dataclass(frozen=True)
@@ -138,12 +138,12 @@ class Report:
     token_exchanges: int = 0
     """Requests to an OAuth token endpoint: answered with a placeholder in replay, passed through otherwise, never stored."""
     telemetry: int = 0
-    """Requests to a telemetry sink (core/telemetry.py): answered offline in replay, passed through otherwise, never
+    """Requests to a telemetry sink (core/traffic/telemetry.py): answered offline in replay, passed through otherwise, never
     recorded, keyed or missed."""
     telemetry_sinks: Counter[str] = field(default_factory=Counter)
     """Telemetry requests by sink (`LangSmith`, `PostHog`, `Datadog agent`): counted apart from the model calls."""
     browser_background: int = 0
-    """Requests a browser sends on its own (core/browser_background.py): answered 204 here, never a failure."""
+    """Requests a browser sends on its own (core/traffic/browser_background.py): answered 204 here, never a failure."""
     passthrough_hosts: Counter[str] = field(default_factory=Counter)
     """Requests that passed through untouched, by host: what a replay run still sends to the network."""
     offline: list[Offline] = field(default_factory=list)
@@ -421,7 +421,7 @@ class Report:
         lines += [f"cassette: error {e.kind.value}: {e.message}" for e in self.errors]
         lines += [f"cassette: test announcements: {notice}" for notice in self.test_notices]
         # URLs, paths and messages come from clients and upstreams: a terminal gets them escaped (core/printable.py).
-        return "\n".join(scrub(printable(line)) for line in lines)  # and no known secret (core/scrub.py)
+        return "\n".join(scrub(printable(line)) for line in lines)  # and no known secret (core/secrets/scrub.py)
 
     def tests_with_misses(self) -> dict[str, int]:
         """Test id → how many of its requests missed (requests outside any test are not a test's)."""

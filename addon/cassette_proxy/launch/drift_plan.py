@@ -13,15 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..core.cassette_file import CassetteError, load
-from ..core.credentials import Credential, CredentialError, credential_headers
-from ..core.drift_report import Outcome, Result
-from ..core.hosts import HostScope
-from ..core.key import RequestFacts
-from ..core.location import cassette_files, endpoint_dir, relative_name
-from ..core.recipe import Recipe, facts_of, recipe_of, stored_key
-from ..core.session_file import is_session
-from ..core.summary import one_line, summarize_request
+from ..core.drift.credentials import Credential, CredentialError, credential_headers
+from ..core.drift.drift_report import Outcome, Result
+from ..core.files.cassette_file import CassetteError, load
+from ..core.files.location import cassette_files, endpoint_dir, relative_name
+from ..core.files.session_file import is_session
+from ..core.keys.hosts import HostScope
+from ..core.keys.key import RequestFacts
+from ..core.keys.recipe import Recipe, facts_of, recipe_of, stored_key
+from ..core.reading.summary import one_line, summarize_request
 from .resend import request_headers
 
 

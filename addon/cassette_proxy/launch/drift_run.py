@@ -2,11 +2,11 @@
 
 The scratch proxy is started in update mode and records into a private folder
 (the cassette folder is only read, unless `Outputs.write`); each re-recording
-is compared with its cassette (core/drift.py) and the results reported worst
-first (core/drift_report.py). Requests run in a thread pool, the same key one
+is compared with its cassette (core/drift/drift.py) and the results reported worst
+first (core/drift/drift_report.py). Requests run in a thread pool, the same key one
 at a time (the proxy writes one file per key), within a request budget, each
 429 waited out as the provider asks. Every message, and each output whole, is
-scrubbed of the credentials (core/scrub.py).
+scrubbed of the credentials (core/secrets/scrub.py).
 
 A run ends whatever the providers do: each request is bounded in silence, in
 total time and in size (resend.py); a signal (SIGTERM from a CI step's
@@ -31,16 +31,16 @@ from datetime import UTC, datetime
 from http.client import HTTPException
 from pathlib import Path
 
-from ..core.atomic_write import write_atomic
-from ..core.cassette_file import CassetteError, load
-from ..core.credentials import Credential
-from ..core.drift import Severity, compare
-from ..core.drift_report import DriftReport, Outcome, Result, render_markdown, render_text
-from ..core.hosts import HostScope
-from ..core.recipe import Recipe
+from ..core.drift.credentials import Credential
+from ..core.drift.drift import Severity, compare
+from ..core.drift.drift_report import DriftReport, Outcome, Result, render_markdown, render_text
+from ..core.files.atomic_write import write_atomic
+from ..core.files.cassette_file import CassetteError, load
+from ..core.files.stream_events import stream_kind
+from ..core.keys.hosts import HostScope
+from ..core.keys.recipe import Recipe
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
-from ..core.scrub import scrub
-from ..core.stream_events import stream_kind
+from ..core.secrets.scrub import scrub
 from . import launcher
 from .drift_plan import Job, Selection, gather, plan, unchecked
 from .errors import LauncherError
@@ -288,7 +288,7 @@ class Outputs:
     """What a run leaves besides the table it prints: the exit status's threshold, the reports, the re-recordings."""
 
     fail_on: Severity
-    """Drift of this severity or worse exits 1 (core/drift_report.py)."""
+    """Drift of this severity or worse exits 1 (core/drift/drift_report.py)."""
     report: Path | None = None
     """Where the JSON report goes (`--report`)."""
     markdown: Path | None = None

@@ -6,7 +6,7 @@ serve` and the pytest plugin all start it through `start()`. What a client
 process needs in its environment to use it is in client_env.py.
 
 The launcher binds and listens on every port itself and hands the sockets to
-mitmdump (proxy/handover.py), so the ports are known, and the command can
+mitmdump (proxy/listening/handover.py), so the ports are known, and the command can
 start, before mitmdump has even imported mitmproxy: a connection made before
 the proxy is ready waits in the kernel's queue and is answered once the addon
 runs. `start(wait=False)` returns at once (given the CA kept from an earlier
@@ -71,7 +71,7 @@ ADDON = Path(__file__).resolve().parent.parent.parent / "cassette.py"
 
 READY_TIMEOUT = 60.0
 HANDOVER_VAR = "CASSETTE_HANDOVER"
-"""How mitmdump learns which inherited descriptors are its listening sockets (proxy/handover.py)."""
+"""How mitmdump learns which inherited descriptors are its listening sockets (proxy/listening/handover.py)."""
 LISTEN_BACKLOG = 4096
 """Connections the kernel holds for the proxy before it accepts them (capped by net.core.somaxconn)."""
 
@@ -378,7 +378,7 @@ class RunningProxy:
 
 def command(settings: Settings, private: Path, port: int, reverse_ports: Sequence[int]) -> list[str]:
     args = [settings.mitmdump, "--listen-host", "127.0.0.1", "-p", str(port)]
-    # Servers start once the addon has loaded, on the handed sockets (proxy/handover.py), not before.
+    # Servers start once the addon has loaded, on the handed sockets (proxy/listening/handover.py), not before.
     args += ["--set", f"confdir={private / 'confdir'}", "--set", "server=false"]
     if settings.reverse:
         args += ["--mode", "regular"]

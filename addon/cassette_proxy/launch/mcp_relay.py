@@ -1,5 +1,5 @@
 """One MCP client's stdio conversation with its server, recorded and replayed (`cassette mcp`; the format is
-core/mcp_stdio.py).
+core/sessions/mcp_stdio.py).
 
 The client's newline-delimited JSON-RPC lines go to the server this starts, and the server's lines back; each
 client request is recorded with the server's lines up to its response, written before the client sees that
@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
-from ..core import redact
-from ..core.atomic_write import write_atomic
-from ..core.cassette_file import CassetteError, dumps, large_json_as_text, load
-from ..core.key import request_key
-from ..core.mcp import id_key
-from ..core.mcp_stdio import (
+from ..core.files.atomic_write import write_atomic
+from ..core.files.cassette_file import CassetteError, dumps, large_json_as_text, load
+from ..core.keys.key import request_key
+from ..core.keys.recipe import Recipe, stored_request
+from ..core.reading.miss import ClosestSearch, miss_body
+from ..core.report import ErrorEntry, ErrorKind, Miss, Report
+from ..core.secrets import redact
+from ..core.sessions.mcp import id_key
+from ..core.sessions.mcp_stdio import (
     answer_lines,
     cassette,
     facts,
@@ -36,9 +39,6 @@ from ..core.mcp_stdio import (
     miss_line,
     relative_name,
 )
-from ..core.miss import ClosestSearch, miss_body
-from ..core.recipe import Recipe, stored_request
-from ..core.report import ErrorEntry, ErrorKind, Miss, Report
 from .errors import LauncherError
 
 SERVER_EXIT_WAIT = 10.0
@@ -139,7 +139,7 @@ class StdioSession:
         relative = relative_name(self.name, key)
         path = self.root / relative
         # In record mode the session opens live, so that a new request later in it reaches a server that was
-        # initialized (core/mcp.py: what keeps a session whole).
+        # initialized (core/sessions/mcp.py: what keeps a session whole).
         keep_existing = self.mode == "record" and value.get("method") == "initialize"
         if self.mode in ("replay", "record") and not keep_existing and self._replayed(value["id"], path, relative):
             return

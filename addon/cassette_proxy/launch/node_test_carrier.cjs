@@ -1,5 +1,5 @@
 'use strict'
-// Which test a request belongs to, carried on every request this Node process sends (core/attribution.py).
+// Which test a request belongs to, carried on every request this Node process sends (core/traffic/attribution.py).
 //
 // Loaded by the preload (node_preload.cjs) into every Node process `cassette run` starts, and by the
 // test helper (node_test_hooks.cjs). It adds `x-cassette-test: <test ids, percent-encoded>` to every

@@ -2,7 +2,7 @@
 
 Each run gets a private confdir, but not a new CA any more: the command's
 clients must trust the CA before the proxy has started (the launcher hands
-them a bundle at once, proxy/handover.py), and a CA made by mitmdump on each
+them a bundle at once, proxy/listening/handover.py), and a CA made by mitmdump on each
 start is only there once mitmdump is. So the first run on a machine lets
 mitmdump make one and keeps it in this user's private folder
 (user_folder.py: mode 0700, `ca/`, the key file 0600); every later run copies
@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..core.atomic_write import write_atomic
+from ..core.files.atomic_write import write_atomic
 from .java_truststore import pem_certificates
 from .java_truststore import truststore as pkcs12_truststore
 from .user_folder import private_subfolder

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-from ..core.hosts import HostScope, is_loopback
+from ..core.keys.hosts import HostScope, is_loopback
 from ..core.report import Report
 from .client_env import ROUTE_VARIABLES
 

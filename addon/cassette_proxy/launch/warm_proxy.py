@@ -36,8 +36,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..core import option_table
-from ..core.atomic_write import write_atomic
-from ..core.frameworks import DEFAULT_FRAMEWORKS
+from ..core.files.atomic_write import write_atomic
+from ..core.keys.frameworks import DEFAULT_FRAMEWORKS
 from ..core.report import Report, ReportError
 from .control_client import ControlError
 from .errors import LauncherError

@@ -2,7 +2,7 @@
 
 Each hook decides what happens to a request and delegates the doing: the
 options to options.py (parsed once into a `RunOptions`), the key to
-core/key.py (facts from the flow: facts.py), lookups and hits to replay.py,
+core/keys/key.py (facts from the flow: facts.py), lookups and hits to replay.py,
 saving to record.py, the answers made here (miss, offline, unusable cassette,
 token exchange, our own error) to answers.py, forwarded requests' failures to
 upstream.py, repeated requests to sequence.py, WebSocket sessions to
@@ -25,41 +25,42 @@ from typing import Any
 
 from mitmproxy import ctx, exceptions, http
 
-from ..core import redact
-from ..core.atomic_write import remove_stale_temp_files
-from ..core.browser_background import background_of
-from ..core.cassette_file import CassetteError
 from ..core.defaults import CONTROL_HOST
-from ..core.hosts import is_loopback
-from ..core.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
-from ..core.location import MAX_NAME, relative_name, short_name
-from ..core.mcp import SESSION_HEADER, McpRequest, mcp_request
-from ..core.miss import ClosestSearch
-from ..core.per_test import scoped_name
+from ..core.files.atomic_write import remove_stale_temp_files
+from ..core.files.cassette_file import CassetteError
+from ..core.files.location import MAX_NAME, relative_name, short_name
+from ..core.files.stream_events import stream_kind
+from ..core.keys.hosts import is_loopback
+from ..core.keys.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
+from ..core.keys.recipe import stored_request
+from ..core.keys.volatile import Replaced
 from ..core.printable import logger
-from ..core.recipe import stored_request
+from ..core.reading.miss import ClosestSearch
 from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
-from ..core.request_worker import BIG_REQUEST_BYTES, key_in_worker
-from ..core.stream_events import stream_kind
-from ..core.volatile import Replaced
-from . import answers, options, ws_drop
+from ..core.secrets import redact
+from ..core.sessions.mcp import SESSION_HEADER, McpRequest, mcp_request
+from ..core.traffic.browser_background import background_of
+from ..core.traffic.per_test import scoped_name
+from ..core.workers.request_worker import BIG_REQUEST_BYTES, key_in_worker
+from . import answers, options
 from .control_channel import CurrentTest, RequestRules
 from .facts import request_facts
-from .listen_backlog import raise_backlog
+from .listening.listen_backlog import raise_backlog
+from .listening.ready_file import write_ready_file
+from .listening.routes import FORWARD, RouteTable
 from .options import RunOptions
 from .played import PlayedLog, PlayedOutcome, PlayedRequest
-from .ready_file import write_ready_file
 from .record import Recorder, RecordTarget, client_left
 from .replay import REPLAY_CACHE_SIZE, Replayer
-from .routes import FORWARD, RouteTable
 from .runs import Runs
 from .seal import Seal
 from .sequence import Sequencer
-from .sessions import Played, Sessions, SessionTarget, is_upgrade
 from .state import FlowState, Outcome, new_state, state_of
 from .telemetry import Telemetry
 from .upstream import UpstreamGuard
+from .websocket import ws_drop
+from .websocket.sessions import Played, Sessions, SessionTarget, is_upgrade
 from .writer import Writer
 
 log = logger(__name__)
@@ -92,7 +93,7 @@ class CassetteAddon:
         self.options: RunOptions | None = None
         """Set by configure(), before mitmproxy delivers any flow."""
         self.keys = KeyCache((), ())
-        """The keys of requests this run has seen (core/key.py), for the run's key settings."""
+        """The keys of requests this run has seen (core/keys/key.py), for the run's key settings."""
         self.writer = Writer(self.report)
         """The one writer of recordings, HTTP and WebSocket alike (writer.py): every run's end waits for it."""
         self.recorder = Recorder(self.writer)
@@ -248,12 +249,12 @@ class CassetteAddon:
             # and stored without the port, so they replay whatever port the server gets.
             facts = facts._replace(port=DEFAULT_PORTS[facts.scheme])
         big = len(facts.body) >= BIG_REQUEST_BYTES  # keyed, diffed and stored off the event loop (request_worker)
-        # What the presets replaced comes with the key (core/key.py, `keyed`): not looked for in a big body, whose
+        # What the presets replaced comes with the key (core/keys/key.py, `keyed`): not looked for in a big body, whose
         # parse would hold up every other client (`cassette show` lists it).
         key, presets = (await key_in_worker(facts, rules.recipe), ()) if big else rules.keys.keyed(facts)
         upgrade = facts.method == "GET" and is_upgrade(request)
         relative = self._cassette_name(facts, key, rules, upgrade)
-        # In record mode an MCP session is kept whole on the server (core/mcp.py, `keeps_session`): its new
+        # In record mode an MCP session is kept whole on the server (core/sessions/mcp.py, `keeps_session`): its new
         # requests then go live with a session id the server issued, never a replayed one.
         keeps_session = rules.mode == "record" and mcp is not None and mcp.keeps_session
         if (

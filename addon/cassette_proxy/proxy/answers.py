@@ -15,19 +15,19 @@ from typing import Any
 
 from mitmproxy import http
 
-from ..core import miss as misses
-from ..core import redact
-from ..core.hosts import HostScope
-from ..core.key import CREDENTIAL_HEADERS, RequestFacts
-from ..core.mcp import McpRequest
-from ..core.mcp import miss_answer as mcp_miss
-from ..core.miss import ClosestSearch
+from ..core.keys.hosts import HostScope
+from ..core.keys.key import CREDENTIAL_HEADERS, RequestFacts
+from ..core.keys.recipe import stored_request
 from ..core.printable import logger
-from ..core.recipe import stored_request
+from ..core.reading import miss as misses
+from ..core.reading.miss import ClosestSearch
 from ..core.report import ErrorEntry, ErrorKind, Miss, Offline
-from ..core.request_worker import closest_in_worker
-from ..core.scrub import register
-from ..core.token_exchange import placeholder
+from ..core.secrets import redact
+from ..core.secrets.scrub import register
+from ..core.sessions.mcp import McpRequest
+from ..core.sessions.mcp import miss_answer as mcp_miss
+from ..core.traffic.token_exchange import placeholder
+from ..core.workers.request_worker import closest_in_worker
 from .control_channel import RequestRules
 from .errors import error_response, json_response
 from .options import RunOptions
@@ -49,7 +49,7 @@ async def miss(
     mcp: McpRequest | None = None,
 ) -> Miss:
     """409, naming the key, the cassette it would be (`relative`) and what changed against the closest recordings
-    in the cassette's folder (`endpoint`); for MCP requests, as the JSON-RPC error of each (core/mcp.py). `big`:
+    in the cassette's folder (`endpoint`); for MCP requests, as the JSON-RPC error of each (core/sessions/mcp.py). `big`:
     a body of `request_worker.BIG_REQUEST_BYTES` or more, as the request hook found it: handed to a worker."""
     key_headers = options.recipe.key_headers
     if big:  # parsed, redacted and compared by a worker process
@@ -121,7 +121,7 @@ def offline(flow: http.HTTPFlow, host: str, hosts: HostScope) -> Offline:
 
 
 def browser_background(flow: http.HTTPFlow) -> None:
-    """204 for a browser's own background request (core/browser_background.py): nothing new, never forwarded."""
+    """204 for a browser's own background request (core/traffic/browser_background.py): nothing new, never forwarded."""
     flow.response = http.Response.make(204, b"", {"x-cassette": "browser-background"})
 
 

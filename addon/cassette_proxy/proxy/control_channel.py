@@ -26,7 +26,7 @@ closed"). The other tests keep their connections.
 
 Many runners may share one proxy (vitest's workers, `node --test` files): each
 names itself in its calls (`"runner": "<pid>"`), each request names its test
-with a carrier (core/attribution.py), and `rules_for` gives every request the
+with a carrier (core/traffic/attribution.py), and `rules_for` gives every request the
 rules of its own test. A runner's start while its previous test still runs, an
 end of a test that does not run: both are counted in the run report's
 `test_notices`, which the run's summary prints.
@@ -42,14 +42,14 @@ from typing import Any, Protocol
 
 from mitmproxy import http
 
-from ..core.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
 from ..core.defaults import CONTROL_TOKEN_VAR, MODES, REPEATS
-from ..core.key import KeyCache
-from ..core.per_test import SCOPES
+from ..core.keys.key import KeyCache
+from ..core.keys.recipe import Recipe, make_recipe
 from ..core.printable import logger
-from ..core.recipe import Recipe, make_recipe
 from ..core.record_statuses import parse_record_statuses
 from ..core.report import Report
+from ..core.traffic.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member
+from ..core.traffic.per_test import SCOPES
 from .errors import error_response, json_response
 
 log = logger(__name__)

@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 
 from mitmproxy import http
 
-from ..core.key import RequestFacts, canonical_path
+from ..core.keys.key import RequestFacts, canonical_path
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:

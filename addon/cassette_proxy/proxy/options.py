@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core import redact
-from ..core.hosts import HostScope
-from ..core.key import UNKEYABLE_HEADERS
+from ..core.keys.hosts import HostScope
+from ..core.keys.key import UNKEYABLE_HEADERS
+from ..core.keys.recipe import Recipe, make_recipe
 from ..core.option_table import NAMES, OPTIONS
-from ..core.recipe import Recipe, make_recipe
-from ..core.telemetry import TelemetrySinks, parse_sinks
-from ..core.token_exchange import TokenEndpoints
+from ..core.secrets import redact
+from ..core.traffic.telemetry import TelemetrySinks, parse_sinks
+from ..core.traffic.token_exchange import TokenEndpoints
 
 __all__ = ["NAMES", "OPTIONS", "RunOptions", "declare", "parse_options"]
 

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core import redact
-from ..core.cassette_file import DROPPED_HEADERS, body_fields, decode_body
+from ..core.files.cassette_file import DROPPED_HEADERS, body_fields, decode_body
+from ..core.secrets import redact
 
 MAX_KEPT = 10_000
 """Requests kept for one test; past this the answer says `truncated` and the fixture refuses to read it."""

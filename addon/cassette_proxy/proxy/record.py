@@ -20,14 +20,14 @@ from pathlib import Path
 from mitmproxy import http
 from mitmproxy.net import encoding
 
-from ..core import redact
-from ..core.cassette_file import LARGE_JSON_BYTES, body_fields, events_fields, stored_headers, text_fields
-from ..core.key import RequestFacts
-from ..core.mcp import SESSION_GONE_STATUS, McpRequest, id_key
+from ..core.files.cassette_file import LARGE_JSON_BYTES, body_fields, events_fields, stored_headers, text_fields
+from ..core.keys.key import RequestFacts
 from ..core.printable import logger
 from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
-from ..core.request_worker import write_in_worker
+from ..core.secrets import redact
+from ..core.sessions.mcp import SESSION_GONE_STATUS, McpRequest, id_key
+from ..core.workers.request_worker import write_in_worker
 from .stream_recorder import StreamRecorder
 from .writer import Writer
 
@@ -58,9 +58,9 @@ class RecordTarget:
     """The statuses saved for this request (a test's `record_statuses`); None: the run's."""
     big_request: RequestFacts | None = None
     """A request body above BIG_REQUEST_BYTES: `request` lacks its body, and a worker process builds, redacts and
-    writes the cassette from these facts (core/request_worker.py), off the event loop and the GIL."""
+    writes the cassette from these facts (core/workers/request_worker.py), off the event loop and the GIL."""
     mcp: McpRequest | None = None
-    """An MCP request (core/mcp.py): its SSE answer is complete at its JSON-RPC response, its GET stream when the
+    """An MCP request (core/sessions/mcp.py): its SSE answer is complete at its JSON-RPC response, its GET stream when the
     client leaves it, and a 404 for its session id is never saved."""
     keep_existing: bool = False
     """Sent upstream although its cassette may exist (what keeps an MCP session whole on the server in record mode:

@@ -2,7 +2,7 @@
 
 The `Replayer` answers a flow with a cassette from the `ReplayCache`, whole
 or (for a stream with `cassette_replay_timing`) through the timed-replay server.
-A large cassette is read and parsed by a worker process (core/replay_worker.py),
+A large cassette is read and parsed by a worker process (core/workers/replay_worker.py),
 never on the event loop that serves every other client.
 """
 
@@ -21,13 +21,13 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy.net.http import status_codes
 
-from ..core.cassette_file import load
 from ..core.defaults import DEFAULT_PRELOAD
-from ..core.key import ExactFacts
+from ..core.files.cassette_file import load
+from ..core.keys.key import ExactFacts
+from ..core.keys.volatile import Replaced
 from ..core.printable import logger
-from ..core.replay_cache import Replay, ReplayCache, replay_of, stamp_of
-from ..core.replay_worker import exact_of, presets_of, replay_from
-from ..core.volatile import Replaced
+from ..core.workers.replay_cache import Replay, ReplayCache, replay_of, stamp_of
+from ..core.workers.replay_worker import exact_of, presets_of, replay_from
 from .state import FlowState
 from .timed_replay import TimedReplayServer, TimedStream
 
@@ -47,9 +47,7 @@ REPLAY_CACHE_SIZE = 512
 WORKER_PYTHON = None if getattr(sys, "frozen", False) else sys.executable
 """A frozen mitmdump (the standalone binary) is no Python to run a worker with: it parses on the loop."""
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
-WORKER_CODE = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); from cassette_proxy.core.replay_worker import main; main()"
-)
+WORKER_CODE = "import sys; sys.path.insert(0, sys.argv.pop(1)); from cassette_proxy.core.workers.replay_worker import main; main()"
 
 
 Remember = Callable[[ExactFacts, str, tuple[Replaced, ...]], None]

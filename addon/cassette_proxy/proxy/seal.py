@@ -34,7 +34,7 @@ from mitmproxy import connection, ctx, exceptions, http
 from mitmproxy.proxy import mode_specs, server_hooks
 
 from ..core import socket_owner
-from ..core.hosts import HostScope, is_loopback
+from ..core.keys.hosts import HostScope, is_loopback
 from ..core.printable import logger
 
 log = logger(__name__)

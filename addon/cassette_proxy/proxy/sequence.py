@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.location import repeat_path
+from ..core.files.location import repeat_path
 
 
 class Sequencer:

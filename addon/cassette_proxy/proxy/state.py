@@ -38,7 +38,7 @@ class Outcome(enum.Enum):
     TELEMETRY = "telemetry"
     """A telemetry sink's request (telemetry.py)."""
     BROWSER_BACKGROUND = "browser_background"
-    """A browser's own traffic (core/browser_background.py), answered empty."""
+    """A browser's own traffic (core/traffic/browser_background.py), answered empty."""
     SESSION = "session"
     """A WebSocket upgrade routed to the session server that plays its recordings (sessions.py)."""
 

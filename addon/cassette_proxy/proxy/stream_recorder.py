@@ -3,7 +3,7 @@
 mitmproxy buffers a response whole unless `flow.response.stream` is set, which
 would hand a client its answer only once the model has finished. The recorder
 is that `stream` callable: it passes every chunk through untouched and keeps a
-copy cut into events (by core/stream_events.py, the one parser), each with its offset
+copy cut into events (by core/files/stream_events.py, the one parser), each with its offset
 from the start of the response, so the cassette shows one entry per event and
 replay can reproduce the gaps. No mitmproxy import: testable on its own.
 """
@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core import aws_eventstream
-from ..core.mcp import answered_ids
-from ..core.stream_events import EVENTSTREAM, ends_protocol, split_events
+from ..core.files import aws_eventstream
+from ..core.files.stream_events import EVENTSTREAM, ends_protocol, split_events
+from ..core.sessions.mcp import answered_ids
 
 
 @dataclass
@@ -38,7 +38,7 @@ class StreamRecorder:
     clock: Callable[[], float] = time.time
     awaiting: set[str] | None = None
     """An MCP answer's JSON-RPC request ids (`mcp.id_key`) still without a response: the stream is complete once
-    each has one, since the clients stop reading there (core/mcp.py). None: not an MCP answer."""
+    each has one, since the clients stop reading there (core/sessions/mcp.py). None: not an MCP answer."""
     ended: bool = False
     """The upstream finished the response (mitmproxy's final empty chunk)."""
     saved_events: int | None = None

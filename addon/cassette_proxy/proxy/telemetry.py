@@ -1,4 +1,4 @@
-"""Requests to a telemetry sink (core/telemetry.py): answered here in replay, passed through otherwise, never saved.
+"""Requests to a telemetry sink (core/traffic/telemetry.py): answered here in replay, passed through otherwise, never saved.
 
 Called from the cassette addon's request hook, before the scope check: a sink on
 a host outside `cassette_hosts` (LangSmith, Langfuse, Logfire) would otherwise be
@@ -11,7 +11,7 @@ from __future__ import annotations
 from mitmproxy import http
 
 from ..core.report import Report
-from ..core.telemetry import Sink, TelemetrySinks, answer, parse_sinks
+from ..core.traffic.telemetry import Sink, TelemetrySinks, answer, parse_sinks
 from .state import FlowState, Outcome
 
 

@@ -33,8 +33,8 @@ from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
 from ..core.printable import logger
-from ..core.redact import loggable_url
 from ..core.report import ErrorEntry, ErrorKind, Report
+from ..core.secrets.redact import loggable_url
 from .errors import error_response
 from .state import Outcome, state_of
 

@@ -2,7 +2,7 @@
 
 Every recording is made the same way here: one `recorded_with`, the run's
 `keyed_with`, one redaction (`redact.as_stored`), one atomic write
-(core/atomic_write.py), one error entry when the write fails. Every write
+(core/files/atomic_write.py), one error entry when the write fails. Every write
 runs in a worker thread through `submit`, which counts it: a run's end waits
 for all of them before its report is taken, whether the proxy stops (`wait_idle`
 in the addon's `done`) or a warm proxy's run ends over the control channel
@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 from mitmproxy import version as mitmproxy_version
 
 from .. import __version__
-from ..core import redact
-from ..core.atomic_write import write_atomic, write_new
-from ..core.cassette_file import dumps, large_json_as_text, new_cassette
+from ..core.files.atomic_write import write_atomic, write_new
+from ..core.files.cassette_file import dumps, large_json_as_text, new_cassette
 from ..core.printable import logger
 from ..core.report import ErrorEntry, ErrorKind, Report
+from ..core.secrets import redact
 
 log = logger(__name__)
 

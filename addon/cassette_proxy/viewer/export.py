@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.atomic_write import write_atomic
+from ..core.files.atomic_write import write_atomic
 from .index import detail
 from .page import page
 from .reports import ViewState, report_view

@@ -10,11 +10,11 @@ import os
 import threading
 from pathlib import Path, PurePosixPath
 
-from ..core.atomic_write import write_atomic
-from ..core.cassette_file import CassetteError, load, parse, read_limited
-from ..core.conversation import Conversation, conversation_of, first_line, kind_tag
-from ..core.session_conversation import session_conversation
-from ..core.session_file import is_session
+from ..core.files.atomic_write import write_atomic
+from ..core.files.cassette_file import CassetteError, load, parse, read_limited
+from ..core.files.session_file import is_session
+from ..core.reading.conversation import Conversation, conversation_of, first_line, kind_tag
+from ..core.reading.session_conversation import session_conversation
 
 SNIPPET = 240
 """Characters of the last user message and of the answer's first line kept in the index."""

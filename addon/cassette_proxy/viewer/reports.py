@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.cassette_file import CassetteError, load
-from ..core.diff import ABSENT, changes
+from ..core.files.cassette_file import CassetteError, load
+from ..core.reading.diff import ABSENT, changes
 from ..core.report import Miss, Report, ReportError
 from .index import Index, resolve_id
 

@@ -1,4 +1,4 @@
-"""Which test a request belongs to, carried on the requests of a Python process (core/attribution.py).
+"""Which test a request belongs to, carried on the requests of a Python process (core/traffic/attribution.py).
 
 `cassette run` and the pytest plugin put this folder on PYTHONPATH, so every Python
 process they start loads it (sitecustomize.py beside it), whichever environment it

@@ -1,0 +1,1 @@
+"""Other tools' recordings: VCR.py / pytest-recording cassettes, HAR, LangChain's, and VCR's `Cassette` shape."""

@@ -1,0 +1,1 @@
+"""What a cassette says (its conversation, its summary), and what a miss says (differences, the closest recordings)."""

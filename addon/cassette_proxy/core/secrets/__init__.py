@@ -1,0 +1,1 @@
+"""What never reaches a file, a log or a screen: redaction rules and the one scrubber."""

@@ -1,0 +1,1 @@
+"""WebSocket sessions in the addon: replayed from the session server, recorded live, counted."""
