@@ -181,8 +181,9 @@ def test_the_preload_keys_the_request_an_sdk_sends_for_each_cassette(
     from cassette_proxy.core.files.cassette_file import dumps, new_cassette
     from cassette_proxy.core.files.location import relative_name
     from cassette_proxy.core.keys import key as key_module
-    from cassette_proxy.core.keys.key import KeyCache, normal_host
+    from cassette_proxy.core.keys.key import KeyCache
     from cassette_proxy.core.keys.recipe import make_recipe, stored_request
+    from cassette_proxy.core.keys.url import normal_host
     from cassette_proxy.proxy.facts import request_facts
 
     recipe = make_recipe(options["ignore"], options["key_headers"], options["ignore_values"])

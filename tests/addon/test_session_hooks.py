@@ -13,8 +13,8 @@ import time
 import pytest
 from cassette_proxy.core.files.cassette_file import load
 from cassette_proxy.core.files.session_file import Close, Session
-from cassette_proxy.core.keys.key import public_url
 from cassette_proxy.core.keys.recipe import Recipe, facts_of
+from cassette_proxy.core.keys.url import public_url
 from cassette_proxy.core.sessions.session_match import MatchSettings, SessionChoice, SessionScript
 from cassette_proxy.core.sessions.session_turns import TurnChoice
 from cassette_proxy.proxy.facts import request_facts

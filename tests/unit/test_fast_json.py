@@ -8,7 +8,7 @@ import math
 
 import pytest
 from cassette_proxy.core import fast_json
-from cassette_proxy.core.keys.key import canonical_number
+from cassette_proxy.core.keys.body import canonical_number
 from hypothesis import given
 from hypothesis import strategies as st
 

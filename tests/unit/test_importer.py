@@ -15,7 +15,8 @@ from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
 from cassette_proxy.core.files.atomic_write import write_atomic
 from cassette_proxy.core.files.cassette_file import dumps, parse
 from cassette_proxy.core.files.location import MAX_NAME, relative_name, short_name
-from cassette_proxy.core.keys.key import RequestFacts, identity, key_of, parse_ignore_paths
+from cassette_proxy.core.keys.body import parse_ignore_paths
+from cassette_proxy.core.keys.key import RequestFacts, identity, key_of
 from cassette_proxy.core.keys.recipe import make_recipe
 from cassette_proxy.core.keys.volatile import parse_value_patterns
 from cassette_proxy.core.migration import importer

@@ -4,16 +4,9 @@ import json
 import random
 
 import pytest
-from cassette_proxy.core.keys.key import (
-    SAS_QUERY_PARAMS,
-    SECRET_QUERY_PARAMS,
-    KeyCache,
-    RequestFacts,
-    header_key_value,
-    identity,
-    parse_ignore_paths,
-    request_key,
-)
+from cassette_proxy.core.keys.body import parse_ignore_paths
+from cassette_proxy.core.keys.key import KeyCache, RequestFacts, header_key_value, identity, request_key
+from cassette_proxy.core.keys.url import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
 from hypothesis import assume, given
 from hypothesis import strategies as st
 

@@ -14,16 +14,9 @@ from urllib.parse import parse_qsl
 
 import pytest
 from cassette_proxy.core.files.location import relative_name
-from cassette_proxy.core.keys.key import (
-    RequestFacts,
-    identity,
-    multipart_parts,
-    normal_host,
-    origin,
-    public_query,
-    public_url,
-    request_key,
-)
+from cassette_proxy.core.keys.body import multipart_parts
+from cassette_proxy.core.keys.key import RequestFacts, identity, request_key
+from cassette_proxy.core.keys.url import normal_host, origin, public_query, public_url
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from cassette_proxy.core.files.session_file import Frame, Session
-from cassette_proxy.core.keys.key import parse_ignore_paths
+from cassette_proxy.core.keys.body import parse_ignore_paths
 from cassette_proxy.core.keys.volatile import parse_value_patterns
 from cassette_proxy.core.sessions.session_match import (
     GEMINI,

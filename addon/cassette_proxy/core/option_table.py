@@ -41,9 +41,9 @@ from .defaults import (
 )
 from .files.cassette_file import DEFAULT_MAX_SIZE
 from .hints import DEFAULT_STARTER, STARTERS
+from .keys.body import parse_ignore_paths
 from .keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from .keys.hosts import HostScope
-from .keys.key import parse_ignore_paths
 from .record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
 from .secrets.redact import parse_rules
 from .sessions.session_match import DEFAULT_SESSION_IGNORE

@@ -22,7 +22,8 @@ from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
-from ..core.keys.key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts
+from ..core.keys.key import UNKEYABLE_HEADERS, RequestFacts
+from ..core.keys.url import DEFAULT_PORTS
 
 USER_AGENT = f"cassette-proxy-drift/{__version__}"
 _LINE_BREAK = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

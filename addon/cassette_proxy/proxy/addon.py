@@ -31,8 +31,9 @@ from ..core.files.cassette_file import CassetteError
 from ..core.files.location import MAX_NAME, relative_name, short_name
 from ..core.files.stream_events import stream_kind
 from ..core.keys.hosts import is_loopback
-from ..core.keys.key import DEFAULT_PORTS, KEY_CACHE_SIZE, KeyCache, RequestFacts, normal_host, public_url
+from ..core.keys.key import KEY_CACHE_SIZE, KeyCache, RequestFacts
 from ..core.keys.recipe import stored_request
+from ..core.keys.url import DEFAULT_PORTS, normal_host, public_url
 from ..core.keys.volatile import Replaced
 from ..core.printable import logger
 from ..core.reading.miss import ClosestSearch

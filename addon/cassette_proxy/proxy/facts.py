@@ -6,7 +6,8 @@ from collections.abc import Collection, Sequence
 
 from mitmproxy import http
 
-from ..core.keys.key import RequestFacts, canonical_path
+from ..core.keys.key import RequestFacts
+from ..core.keys.url import canonical_path
 
 
 def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes]) -> dict[str, str]:
@@ -28,7 +29,7 @@ def header_values(fields: Sequence[tuple[bytes, bytes]], names: Collection[bytes
 
 def request_facts(request: http.Request, read_headers: Collection[bytes], host: str) -> RequestFacts:
     """The facts of a request; `read_headers` names the key headers plus content-type and content-encoding, `host`
-    is the request's host already through `key.normal_host`."""
+    is the request's host already through `url.normal_host`."""
     headers = header_values(request.headers.fields, read_headers)
     body = request.get_content(strict=False) if "content-encoding" in headers else request.raw_content
     return RequestFacts(

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..fast_json import encoder, indented
-from ..keys.key import CREDENTIAL_HEADERS, SIGV4_HEADERS, parse_json_body
+from ..keys.body import parse_json_body
+from ..keys.key import CREDENTIAL_HEADERS, SIGV4_HEADERS
 from . import aws_eventstream
 from .json_depth import MAX_DEPTH, TooDeep, check_depth
 

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from ..keys.key import DEFAULT_PORTS, normal_host
+from ..keys.url import DEFAULT_PORTS, normal_host
 
 _SAFE_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
 _KEY = re.compile(r"^[0-9a-f]{32}$")

@@ -1,4 +1,4 @@
-"""Which hosts are under cassette control, checked on the one normal form of a host name (key.normal_host).
+"""Which hosts are under cassette control, checked on the one normal form of a host name (url.normal_host).
 
 `API.OpenAI.com.` and `api.openai.com` are the same host to DNS, so they must
 be the same host to the scope check and to the key: every host goes through
@@ -12,7 +12,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-from .key import normal_host
+from .url import normal_host
 
 
 def is_loopback(host: str) -> bool:
@@ -65,7 +65,7 @@ class HostScope:
         return self.covers_normal(normal_host(host), path)
 
     def covers_normal(self, host: str, path: str) -> bool:
-        """`covers` for a host already through `key.normal_host` (the request hook has it: once per request)."""
+        """`covers` for a host already through `url.normal_host` (the request hook has it: once per request)."""
         if self._whole.match(host) is not None:
             return True
         path = path.partition("?")[0]

@@ -19,19 +19,10 @@ from urllib.parse import parse_qsl, urlsplit
 from ..defaults import DEFAULT_KEY_HEADERS
 from ..files.cassette_file import body_fields, decode_body
 from ..sessions.session_match import DEFAULT_SESSION_IGNORE, MatchSettings
+from .body import parse_ignore_paths
 from .frameworks import DEFAULT_FRAMEWORKS, framework_patterns, parse_frameworks
-from .key import (
-    DEFAULT_PORTS,
-    KEY_CACHE_SIZE,
-    RECIPE_VERSION,
-    KeyCache,
-    RequestFacts,
-    identity,
-    key_of,
-    parse_ignore_paths,
-    preset_values,
-    public_url,
-)
+from .key import KEY_CACHE_SIZE, RECIPE_VERSION, KeyCache, RequestFacts, identity, key_of, preset_values
+from .url import DEFAULT_PORTS, public_url
 from .volatile import Replaced, ValuePattern, expressions, parse_value_patterns
 
 

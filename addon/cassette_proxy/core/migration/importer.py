@@ -41,8 +41,9 @@ from ..files.location import MAX_NAME, relative_name, repeat_path, short_name
 from ..files.stream_events import split_events, stream_kind
 from ..keys.frameworks import DEFAULT_FRAMEWORKS
 from ..keys.hosts import HostScope
-from ..keys.key import DEFAULT_PORTS, UNKEYABLE_HEADERS, RequestFacts, identity, key_of, public_url
+from ..keys.key import UNKEYABLE_HEADERS, RequestFacts, identity, key_of
 from ..keys.recipe import Recipe, RecipeError, make_recipe, stored_request
+from ..keys.url import DEFAULT_PORTS, public_url
 from ..record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
 from ..secrets import redact
 from ..secrets.redact import Rule

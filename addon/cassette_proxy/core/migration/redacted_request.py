@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..keys.key import parse_json_body
+from ..keys.body import parse_json_body
 from .recording_formats import Recorded, Unusable
 
 REDACTED = "**REDACTED**"

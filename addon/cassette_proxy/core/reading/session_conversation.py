@@ -16,7 +16,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..keys.key import parse_ignore_paths, without_paths
+from ..keys.body import parse_ignore_paths, without_paths
 from ..sessions.session_match import GEMINI, OPENAI
 from .conversation import Answer, Conversation, Part, TimelineEvent, Turn, size_text, turn_number
 from .diff import differences

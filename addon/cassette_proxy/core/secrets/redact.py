@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
-from ..keys.key import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
+from ..keys.url import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
 
 _IGNORECASE = int(re.IGNORECASE)
 """As a plain int: `flags & re.IGNORECASE` goes through the enum's `__and__`, which costs more than the hint check

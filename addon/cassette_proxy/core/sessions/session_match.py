@@ -21,7 +21,8 @@ from typing import Any
 
 from ..errors import error_body
 from ..files.session_file import Frame, Session
-from ..keys.key import canonical_body, key_of, parse_ignore_paths
+from ..keys.body import parse_ignore_paths
+from ..keys.key import canonical_body, key_of
 from ..keys.volatile import ValuePattern
 from ..reading.diff import differences, shown
 
