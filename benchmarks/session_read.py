@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "addon"), str(ROOT / "tests" / "support")]
 
 from cassette_proxy.core.files import session_file  # noqa: E402
-from cassette_proxy.core.files.cassette_file import CassetteError, load  # noqa: E402
+from cassette_proxy.core.files.cassette_file import load  # noqa: E402
+from cassette_proxy.core.files.safe_read import CassetteError  # noqa: E402
 from cassette_proxy.core.files.session_file import read_session  # noqa: E402
 from session_samples import client, server, write_session  # noqa: E402
 

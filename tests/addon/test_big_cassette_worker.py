@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from cassette_proxy.core.files.cassette_file import CassetteError
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.workers.replay_cache import ReplayCache
 from cassette_proxy.proxy import replay as replay_module
 from cassette_proxy.proxy.replay import BIG_CASSETTE_BYTES, Replayer

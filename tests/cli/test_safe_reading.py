@@ -1,7 +1,7 @@
 """One safe reader for every command: a folder from a pull request holding a symlink to `/dev/zero`, one to
 `/etc/passwd`, a file over the size limit, a fifo and a symlinked folder is listed, each refused file named with its
 reason, nothing outside the folder read, and no command hangs or grows without bound (the proxy's own checks:
-`cassette_file.read_limited`)."""
+`safe_read.read_limited`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cassette_proxy.cli import diff as diff_command
 from cassette_proxy.cli import main
-from cassette_proxy.core.files.cassette_file import DEFAULT_MAX_SIZE, CassetteError
+from cassette_proxy.core.files.safe_read import DEFAULT_MAX_SIZE, CassetteError
 from cassette_proxy.core.report import Report
 from samples import cassette_path, chat, write
 

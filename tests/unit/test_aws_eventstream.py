@@ -10,7 +10,8 @@ import zlib
 import pytest
 from botocore.eventstream import EventStreamBuffer
 from cassette_proxy.core.files import aws_eventstream
-from cassette_proxy.core.files.cassette_file import CassetteError, decode_body, events_fields, load
+from cassette_proxy.core.files.cassette_file import decode_body, events_fields, load
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.files.stream_events import EVENTSTREAM, split_events, stream_kind
 from cassette_proxy.core.keys.key import RequestFacts, request_key
 from cassette_proxy.core.keys.url import canonical_path

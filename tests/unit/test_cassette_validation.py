@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.core.files.atomic_write import write_atomic
-from cassette_proxy.core.files.cassette_file import CassetteError, load
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.workers.replay_cache import ReplayCache
 from samples import SAMPLE_KEY, minimal
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from cassette_proxy.core.files import session_file
-from cassette_proxy.core.files.cassette_file import CassetteError, load
+from cassette_proxy.core.files.cassette_file import load
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.files.session_file import MAX_FRAMES, Frame, read_session
 from session_samples import server, session_cassette, write_session
 

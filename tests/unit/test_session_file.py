@@ -7,7 +7,8 @@ import os
 
 import pytest
 from cassette_proxy.core.files.atomic_write import write_new
-from cassette_proxy.core.files.cassette_file import CassetteError, dumps, load, parse
+from cassette_proxy.core.files.cassette_file import dumps, load, parse
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.files.session_file import (
     Close,
     Frame,

@@ -7,7 +7,6 @@ import pytest
 from cassette_proxy.core.files import atomic_write
 from cassette_proxy.core.files.atomic_write import write_atomic
 from cassette_proxy.core.files.cassette_file import (
-    CassetteError,
     body_fields,
     decode_body,
     dumps,
@@ -16,6 +15,7 @@ from cassette_proxy.core.files.cassette_file import (
     stored_headers,
 )
 from cassette_proxy.core.files.location import relative_name
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.workers.replay_cache import ReplayCache
 from hypothesis import given
 from hypothesis import strategies as st

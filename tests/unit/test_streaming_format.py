@@ -8,7 +8,8 @@ import json
 
 import pytest
 from cassette_proxy.core.files.atomic_write import write_atomic
-from cassette_proxy.core.files.cassette_file import CassetteError, decode_body, dumps, events_fields, load, new_cassette
+from cassette_proxy.core.files.cassette_file import decode_body, dumps, events_fields, load, new_cassette
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.files.stream_events import NDJSON, SSE, ends_protocol, split_events, stream_kind
 from cassette_proxy.proxy.stream_recorder import StreamRecorder
 from cassette_proxy.proxy.timed_replay import TimedReplayServer, TimedStream, parse_replay_timing

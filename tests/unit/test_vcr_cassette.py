@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 
 import pytest
-from cassette_proxy.core.files.cassette_file import CassetteError, body_fields, dumps, events_fields, new_cassette
+from cassette_proxy.core.files.cassette_file import body_fields, dumps, events_fields, new_cassette
+from cassette_proxy.core.files.safe_read import CassetteError
 from cassette_proxy.core.migration.vcr_cassette import RecordedCassette, Request
 
 URL = "https://api.openai.com/v1/chat/completions"

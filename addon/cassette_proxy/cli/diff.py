@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.defaults import default_dir
-from ..core.files.cassette_file import DEFAULT_MAX_SIZE, CassetteError, folder_for, load, parse
+from ..core.files.cassette_file import load, parse
+from ..core.files.safe_read import DEFAULT_MAX_SIZE, CassetteError, folder_for
 from ..core.files.session_file import is_session
 from ..core.reading.diff import differences
 from ..core.reading.session_conversation import client_message_changes, session_summary

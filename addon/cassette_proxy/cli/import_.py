@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.defaults import DEFAULT_HOSTS, default_dir
-from ..core.files.cassette_file import CassetteError, read_limited
+from ..core.files.safe_read import CassetteError, read_limited
 from ..core.keys.frameworks import DEFAULT_FRAMEWORKS
 from ..core.migration import importer
 from ..core.migration.recording_formats import (

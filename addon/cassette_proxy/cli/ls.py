@@ -11,8 +11,9 @@ import dataclasses
 from pathlib import Path
 
 from ..core.defaults import default_dir
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files
+from ..core.files.safe_read import CassetteError
 from ..core.files.session_file import is_session
 from ..core.reading.conversation import MCP, shape_of, turn_number
 from ..core.reading.session_conversation import session_conversation

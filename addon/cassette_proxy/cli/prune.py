@@ -20,8 +20,9 @@ import fnmatch
 from pathlib import Path
 
 from ..core.defaults import default_dir
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files
+from ..core.files.safe_read import CassetteError
 from ..core.files.session_file import sidecar_of
 from ..core.report import Report, ReportError
 

@@ -23,8 +23,9 @@ from pathlib import Path, PurePosixPath
 
 from ..core.defaults import DEFAULT_KEY_HEADERS, default_dir
 from ..core.files.atomic_write import write_atomic
-from ..core.files.cassette_file import FORMAT_VERSION, CassetteError, dumps, load, read_limited
+from ..core.files.cassette_file import FORMAT_VERSION, dumps, load
 from ..core.files.location import cassette_files, endpoint_dir, repeat_path, short_endpoint
+from ..core.files.safe_read import CassetteError, read_limited
 from ..core.files.session_file import is_session
 from ..core.keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.keys.key import identity, key_of

@@ -23,8 +23,8 @@ from typing import Any
 
 from ..core.defaults import default_dir
 from ..core.files import json_depth
-from ..core.files.cassette_file import CassetteError, folder_for, read_limited
 from ..core.files.location import cassette_files
+from ..core.files.safe_read import CassetteError, folder_for, read_limited
 from ..core.files.stream_events import payload_lines
 from ..core.secrets.redact import SIDES, Rule, parse_rules
 

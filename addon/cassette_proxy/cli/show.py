@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 from ..core.defaults import default_dir
-from ..core.files.cassette_file import CassetteError, folder_for, load
+from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files
+from ..core.files.safe_read import CassetteError, folder_for
 from ..core.files.session_file import is_session
 from ..core.keys.recipe import RecipeError, recorded_preset_values
 from ..core.reading.conversation import MCP, conversation_from, conversation_of, mcp_call

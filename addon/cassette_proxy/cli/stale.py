@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..core.defaults import default_dir
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files
+from ..core.files.safe_read import CassetteError
 
 UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "y": timedelta(days=365)}
 _AGE = re.compile(r"^(\d+)([hdwy])$")

@@ -39,7 +39,7 @@ from .defaults import (
     REPEATS,
     REPLAY_TIMING_VAR,
 )
-from .files.cassette_file import DEFAULT_MAX_SIZE
+from .files.safe_read import DEFAULT_MAX_SIZE
 from .hints import DEFAULT_STARTER, STARTERS
 from .keys.body import parse_ignore_paths
 from .keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS

@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 
 from ..core.drift.credentials import Credential, CredentialError, credential_headers
 from ..core.drift.drift_report import Outcome, Result
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files, endpoint_dir, relative_name
+from ..core.files.safe_read import CassetteError
 from ..core.files.session_file import is_session
 from ..core.keys.hosts import HostScope
 from ..core.keys.key import RequestFacts

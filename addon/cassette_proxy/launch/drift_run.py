@@ -35,7 +35,8 @@ from ..core.drift.credentials import Credential
 from ..core.drift.drift import Severity, compare
 from ..core.drift.drift_report import DriftReport, Outcome, Result, render_markdown, render_text
 from ..core.files.atomic_write import write_atomic
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
+from ..core.files.safe_read import CassetteError
 from ..core.files.stream_events import stream_kind
 from ..core.keys.hosts import HostScope
 from ..core.keys.recipe import Recipe

@@ -22,7 +22,8 @@ from typing import IO, Any
 
 from .. import __version__
 from ..core.files.atomic_write import write_atomic
-from ..core.files.cassette_file import CassetteError, dumps, large_json_as_text, load
+from ..core.files.cassette_file import dumps, large_json_as_text, load
+from ..core.files.safe_read import CassetteError
 from ..core.keys.key import request_key
 from ..core.keys.recipe import Recipe, stored_request
 from ..core.reading.miss import ClosestSearch, miss_body

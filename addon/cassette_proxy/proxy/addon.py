@@ -27,8 +27,8 @@ from mitmproxy import ctx, exceptions, http
 
 from ..core.defaults import CONTROL_HOST
 from ..core.files.atomic_write import remove_stale_temp_files
-from ..core.files.cassette_file import CassetteError
 from ..core.files.location import MAX_NAME, relative_name, short_name
+from ..core.files.safe_read import CassetteError
 from ..core.files.stream_events import stream_kind
 from ..core.keys.hosts import is_loopback
 from ..core.keys.key import KEY_CACHE_SIZE, KeyCache, RequestFacts

@@ -11,7 +11,8 @@ import threading
 from pathlib import Path, PurePosixPath
 
 from ..core.files.atomic_write import write_atomic
-from ..core.files.cassette_file import CassetteError, load, parse, read_limited
+from ..core.files.cassette_file import load, parse
+from ..core.files.safe_read import CassetteError, read_limited
 from ..core.files.session_file import is_session
 from ..core.reading.conversation import Conversation, conversation_of, first_line, kind_tag
 from ..core.reading.session_conversation import session_conversation
@@ -84,7 +85,7 @@ def unreadable_summary(cassette_id: str, problem: str, size: int) -> dict:
 
 def resolve_id(root: Path, cassette_id: str) -> Path | None:
     """The entry a cassette id names under the folder (no `..`, no absolute path), or None; what it holds is checked
-    by the read (`cassette_file.read_limited`: inside the folder, a regular file, size-bounded), which says why not."""
+    by the read (`safe_read.read_limited`: inside the folder, a regular file, size-bounded), which says why not."""
     relative = PurePosixPath(cassette_id)
     if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".json" or "\\" in cassette_id:
         return None

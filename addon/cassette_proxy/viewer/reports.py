@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.files.cassette_file import CassetteError, load
+from ..core.files.cassette_file import load
+from ..core.files.safe_read import CassetteError
 from ..core.reading.diff import ABSENT, changes
 from ..core.report import Miss, Report, ReportError
 from .index import Index, resolve_id

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fast_json import encoder
-from .cassette_file import DEFAULT_MAX_SIZE, CassetteError, read_limited
+from .safe_read import DEFAULT_MAX_SIZE, CassetteError, read_limited
 
 SESSION_FORMAT = 3
 """The `cassette_format` of a session cassette."""

@@ -26,18 +26,16 @@ from ... import __version__
 from ..defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
 from ..files.atomic_write import write_atomic
 from ..files.cassette_file import (
-    DEFAULT_MAX_SIZE,
-    CassetteError,
     body_fields,
     dumps,
     events_fields,
     large_json_as_text,
     new_cassette,
     parse,
-    read_limited,
     stored_headers,
 )
 from ..files.location import MAX_NAME, relative_name, repeat_path, short_name
+from ..files.safe_read import DEFAULT_MAX_SIZE, CassetteError, read_limited
 from ..files.stream_events import split_events, stream_kind
 from ..keys.frameworks import DEFAULT_FRAMEWORKS
 from ..keys.hosts import HostScope

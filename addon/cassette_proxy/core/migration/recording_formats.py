@@ -30,7 +30,7 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
-from ..files.cassette_file import DEFAULT_MAX_SIZE
+from ..files.safe_read import DEFAULT_MAX_SIZE
 
 FORMATS = ("vcr", "langchain", "har")
 

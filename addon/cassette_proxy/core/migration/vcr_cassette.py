@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ..files.cassette_file import CassetteError, decode_body, load
+from ..files.cassette_file import decode_body, load
+from ..files.safe_read import CassetteError
 
 RECORD_MODES = {"replay": "none", "record": "new_episodes", "update": "all", "off": "all"}
 """Our mode in VCR.py's words (`RecordMode` is a `str` enum, so `vcr.record_mode == RecordMode.NONE` holds)."""

@@ -18,7 +18,8 @@ from urllib.parse import parse_qsl
 
 from .. import hints
 from ..errors import error_body
-from ..files.cassette_file import CassetteError, load
+from ..files.cassette_file import load
+from ..files.safe_read import CassetteError
 from ..keys.key import RECIPE_VERSION, preset_values
 from ..keys.recipe import Recipe, facts_of, recipe_of, stored_identity
 from ..traffic.per_test import folder_of_test

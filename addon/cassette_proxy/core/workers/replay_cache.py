@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..files.cassette_file import DEFAULT_MAX_SIZE, CassetteError, decode_body, parse, read_limited
+from ..files.cassette_file import decode_body, parse
+from ..files.safe_read import DEFAULT_MAX_SIZE, CassetteError, read_limited
 
 
 class Replay(NamedTuple):

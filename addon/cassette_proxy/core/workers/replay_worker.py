@@ -25,7 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..files.cassette_file import DEFAULT_MAX_SIZE, CassetteError, load
+from ..files.cassette_file import load
+from ..files.safe_read import DEFAULT_MAX_SIZE, CassetteError
 from ..keys.key import ExactFacts, exact_facts, keyed
 from ..keys.recipe import Recipe, facts_of, make_recipe
 from ..keys.volatile import Replaced

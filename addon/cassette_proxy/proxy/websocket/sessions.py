@@ -43,8 +43,9 @@ from pathlib import Path
 from mitmproxy import ctx, http
 
 from ...core import hints
-from ...core.files.cassette_file import DEFAULT_MAX_SIZE, CassetteError, load, stored_headers
+from ...core.files.cassette_file import load, stored_headers
 from ...core.files.location import repeat_path
+from ...core.files.safe_read import DEFAULT_MAX_SIZE, CassetteError
 from ...core.files.session_file import (
     SESSION_FORMAT,
     Close,
