@@ -7,7 +7,8 @@ import logging
 from pathlib import Path
 
 import pytest
-from cassette_proxy.core.printable import PrintableStream, logger, printable
+from cassette_proxy.core.output import PrintableStream, logger
+from cassette_proxy.core.printable import printable
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 
 PACKAGE = Path(__file__).resolve().parents[2] / "addon" / "cassette_proxy"
@@ -63,11 +64,11 @@ def test_a_logger_escapes_messages_and_tracebacks():
     assert "ValueError: bad \\x1b[2J path" in text
 
 
-def test_every_logger_of_the_package_is_made_by_printable_logger():
+def test_every_logger_of_the_package_is_made_by_output_logger():
     made_elsewhere = [
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
-        if "getLogger(" in path.read_text(encoding="utf-8") and path.name != "printable.py"
+        if "getLogger(" in path.read_text(encoding="utf-8") and path.name != "output.py"
     ]
     assert made_elsewhere == []
 

@@ -13,7 +13,7 @@ import pytest
 from cassette_proxy.cli import main
 from cassette_proxy.core.drift.credentials import CredentialError, credential_headers
 from cassette_proxy.core.keys.recipe import facts_of
-from cassette_proxy.core.printable import PrintableStream, logger
+from cassette_proxy.core.output import PrintableStream, logger
 from cassette_proxy.core.report import ErrorEntry, ErrorKind, Report
 from cassette_proxy.core.secrets.scrub import PLACEHOLDER, Scrubber, register
 from cassette_proxy.launch import drift_run

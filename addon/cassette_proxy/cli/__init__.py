@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ..core.printable import PrintableStream
+from ..core.output import PrintableStream
 from ..launch.errors import LauncherError
 
 COMMANDS = {

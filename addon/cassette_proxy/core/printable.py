@@ -6,17 +6,13 @@ terminal, `\\r` overwrites the line before it, a bidi override reorders what a
 reviewer reads, and a newline forges a log line. So every path, header or body
 fragment the proxy logs or the CLI prints goes through `printable`: the
 proxy's loggers carry `PrintableRecords` (`logger`), the `cassette` command
-writes through `PrintableStream`, and the run summary escapes its own lines.
-The same two doors take every registered secret out (scrub.py), in any form.
+writes through `PrintableStream` (both in output.py), and the run summary escapes its own lines.
+The same two doors take every registered secret out (secrets/scrub.py), in any form.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-from typing import Any, TextIO
-
-from .secrets.scrub import scrub
 
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
 """C0 (but tab and newline), DEL, C1 (`\\x9b` is a CSI to some terminals), the bidi marks, embeddings, overrides and
@@ -35,40 +31,3 @@ def printable(text: str, keep_newlines: bool = False) -> str:
     """`text` with every control character as a visible escape (`\\x1b`, `\\u202e`); tabs kept, and newlines only
     with `keep_newlines` (text meant to span lines: a traceback, a block of output). Plain text is returned as is."""
     return (_ACROSS_LINES if keep_newlines else _IN_A_LINE).sub(_escape, text)
-
-
-class PrintableRecords(logging.Filter):
-    """Escapes a log record's message (one line, whatever it holds) and its traceback before any handler formats it,
-    and takes every registered secret out of both."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = scrub(printable(record.getMessage())), ()
-        if record.exc_info and not record.exc_text:
-            traceback = logging.Formatter().formatException(record.exc_info)
-            record.exc_text = scrub(printable(traceback, keep_newlines=True))
-        return True
-
-
-_RECORDS = PrintableRecords()
-
-
-def logger(name: str) -> logging.Logger:
-    """The module's logger, escaping what it logs: every logger of the package is made here (a test checks)."""
-    found = logging.getLogger(name)
-    if _RECORDS not in found.filters:
-        found.addFilter(_RECORDS)
-    return found
-
-
-class PrintableStream:
-    """A text stream (stdout, stderr) that escapes control characters in everything written to it, newlines kept,
-    and takes every registered secret out."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-
-    def write(self, text: str) -> int:
-        return self.stream.write(scrub(printable(text, keep_newlines=True)))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)

@@ -35,7 +35,7 @@ from ..core.keys.key import KEY_CACHE_SIZE, KeyCache, RequestFacts
 from ..core.keys.recipe import stored_request
 from ..core.keys.url import DEFAULT_PORTS, normal_host, public_url
 from ..core.keys.volatile import Replaced
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.reading.miss import ClosestSearch
 from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report

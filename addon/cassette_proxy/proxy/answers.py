@@ -18,7 +18,7 @@ from mitmproxy import http
 from ..core.keys.hosts import HostScope
 from ..core.keys.key import CREDENTIAL_HEADERS, RequestFacts
 from ..core.keys.recipe import stored_request
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.reading import miss as misses
 from ..core.reading.miss import ClosestSearch
 from ..core.report import ErrorEntry, ErrorKind, Miss, Offline

@@ -45,7 +45,7 @@ from mitmproxy import http
 from ..core.defaults import CONTROL_TOKEN_VAR, MODES, REPEATS
 from ..core.keys.key import KeyCache
 from ..core.keys.recipe import Recipe, make_recipe
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.record_statuses import parse_record_statuses
 from ..core.report import Report
 from ..core.traffic.attribution import BAGGAGE_HEADER, BAGGAGE_MEMBER, TEST_HEADER, attribute, carried, without_member

@@ -22,7 +22,7 @@ from mitmproxy.net import encoding
 
 from ..core.files.cassette_file import LARGE_JSON_BYTES, body_fields, events_fields, stored_headers, text_fields
 from ..core.keys.key import RequestFacts
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.record_statuses import is_client_error
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.secrets import redact

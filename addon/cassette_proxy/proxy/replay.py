@@ -25,7 +25,7 @@ from ..core.defaults import DEFAULT_PRELOAD
 from ..core.files.cassette_file import load
 from ..core.keys.key import ExactFacts
 from ..core.keys.volatile import Replaced
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.workers.replay_cache import Replay, ReplayCache, replay_of, stamp_of
 from ..core.workers.replay_worker import exact_of, presets_of, replay_from
 from .state import FlowState

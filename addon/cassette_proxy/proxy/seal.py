@@ -35,7 +35,7 @@ from mitmproxy.proxy import mode_specs, server_hooks
 
 from ..core import socket_owner
 from ..core.keys.hosts import HostScope, is_loopback
-from ..core.printable import logger
+from ..core.output import logger
 
 log = logger(__name__)
 

@@ -32,7 +32,7 @@ from mitmproxy import ctx, http
 from mitmproxy.net.http import http1
 from mitmproxy.proxy import events
 
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.secrets.redact import loggable_url
 from .errors import error_response

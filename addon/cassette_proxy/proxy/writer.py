@@ -23,7 +23,7 @@ from mitmproxy import version as mitmproxy_version
 from .. import __version__
 from ..core.files.atomic_write import write_atomic, write_new
 from ..core.files.cassette_file import dumps, large_json_as_text, new_cassette
-from ..core.printable import logger
+from ..core.output import logger
 from ..core.report import ErrorEntry, ErrorKind, Report
 from ..core.secrets import redact
 

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
+from ..printable import printable
+
 PLACEHOLDER = "[credential]"
 MIN_PIECE = 8
 """A secret, and a piece of one (a line of it, a whitespace-separated part), is searched for from this length:
@@ -44,7 +46,6 @@ def _variants(secret: str) -> set[str]:
 def printed_forms(secret: str) -> set[str]:
     """Every way `secret` (and each of its variants) is likely to be printed: raw, its str and bytes repr, JSON
     escaped (ASCII or not), percent-encoded (either case of hex), HTML-escaped, control characters escaped."""
-    from ..printable import printable  # printable.py scrubs through this module: imported where it is used
 
     forms: set[str] = set()
     for value in _variants(secret):

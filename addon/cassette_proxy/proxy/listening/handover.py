@@ -46,7 +46,7 @@ import sys
 from mitmproxy import ctx
 from mitmproxy.proxy import mode_servers
 
-from ...core.printable import logger
+from ...core.output import logger
 
 log = logger(__name__)
 

@@ -13,7 +13,7 @@ import asyncio
 import os
 import socket
 
-from ...core.printable import logger
+from ...core.output import logger
 
 log = logger(__name__)
 

@@ -40,7 +40,7 @@ from wsproto.frame_protocol import CloseReason
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from ...core.files.session_file import Frame
-from ...core.printable import logger
+from ...core.output import logger
 from ...core.sessions.session_match import (
     ERROR_CLOSE_CODE,
     MISS_CLOSE_CODE,

@@ -61,7 +61,7 @@ from ...core.files.session_file import (
     stored_frames,
 )
 from ...core.keys.recipe import Recipe
-from ...core.printable import logger
+from ...core.output import logger
 from ...core.reading.miss import closest, miss_body
 from ...core.report import ErrorEntry, ErrorKind, Miss, Report
 from ...core.secrets import redact
