@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from ..keys.url import SAS_QUERY_PARAMS, SECRET_QUERY_PARAMS
+from .scrub import scrub
 
 _IGNORECASE = int(re.IGNORECASE)
 """As a plain int: `flags & re.IGNORECASE` goes through the enum's `__and__`, which costs more than the hint check
@@ -188,8 +189,6 @@ def loggable_error(error: BaseException, limit: int = 300) -> str:
     """`Type: message` of an exception as every logged error of ours shows it: the secret rules applied, then every
     registered secret scrubbed (core/secrets/scrub.py), then cut to `limit` characters (after, so no prefix of a key
     survives). Never raises."""
-    from .scrub import scrub
-
     return f"{type(error).__name__}: {scrub(redacted(str(error), ('log',), SECRET_RULES))}"[:limit]
 
 
