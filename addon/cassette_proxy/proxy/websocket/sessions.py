@@ -259,6 +259,10 @@ class Sessions:
             on_end=lambda play, outcome, details: self._count(target, play.cassette, rules, outcome, details),
             hint=hints.record_session(self.started_by),
         )
+        return await self._route_to_server(flow, state, play)
+
+    async def _route_to_server(self, flow: http.HTTPFlow, state: FlowState, play: SessionPlay) -> Played:
+        """The upgrade goes to the session server, which plays `play` to it once, under a path of its own."""
         await self.server.start()
         request = flow.request
         request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
@@ -302,12 +306,7 @@ class Sessions:
             on_end=lambda play, outcome, details: self._count_turns(choice, missed_turn, rules, outcome, details),
             hint=hints.record(self.started_by),
         )
-        await self.server.start()
-        request = flow.request
-        request.scheme, request.host, request.port = "http", "127.0.0.1", self.server.port
-        request.path = self.server.register(play)
-        state.outcome = Outcome.SESSION
-        return Played.PLAYED
+        return await self._route_to_server(flow, state, play)
 
     def _count_turns(
         self, choice: TurnChoice, missed_turn: dict, rules: RequestRules, outcome: str, details: dict | None
