@@ -14,13 +14,14 @@ class BreakCassette:
 
     def running(self) -> None:
         cassette = ctx.master.addons.get("cassette")
-        if ctx.options.break_cassette == "key":
-            cassette.keys.key = self.broken_key
+        if ctx.options.break_cassette == "key":  # every key cache of the run (the run's, each test's), each way in
+            cache = type(cassette.keys)
+            cache.key = cache.keyed = self.broken_key
         elif ctx.options.break_cassette == "forget":
             cassette.request = self.forgetful_request
 
     @staticmethod
-    def broken_key(facts) -> str:
+    def broken_key(*facts) -> str:
         raise RuntimeError("planted bug: the key cannot be computed")
 
     @staticmethod
