@@ -22,6 +22,7 @@ from cassette_proxy.cli import proxy_flags
 from cassette_proxy.core import option_table
 from cassette_proxy.core.defaults import DEFAULT_KEY_HEADERS
 from cassette_proxy.launch import launcher, warm_proxy
+from mitmproxy.addons.proxyserver import Proxyserver
 from mitmproxy.test import taddons
 
 pytest_plugins = ["pytester"]
@@ -67,7 +68,9 @@ def no_cassette_variables(monkeypatch):
 def addon_values(sets: list[str]) -> dict[str, Any]:
     """The `cassette_*` options the addon holds once these `--set` values are applied (and parsed: a value the addon
     refuses fails here)."""
-    with taddons.context(*cassette.addons) as tctx:
+    # Proxyserver declares the core options the addon reads (`connection_strategy`), as in mitmdump: mitmproxy 12
+    # no longer has them in a bare context.
+    with taddons.context(Proxyserver(), *cassette.addons) as tctx:
         tctx.options.set(*(spec for spec in sets if spec.startswith(option_table.PREFIX)))
         return {name: getattr(tctx.options, name) for name in option_table.NAMES}
 
