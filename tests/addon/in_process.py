@@ -97,6 +97,17 @@ class InProcessProxy:
         async with asyncio.timeout(30):
             await flow.wait_for_resume()
 
+    def control(self, token: str, path: str, body: dict, status: int = 200) -> dict:
+        """A call on the control channel (`/v1/test/start`, …) as a runner makes it: its JSON answer, which must
+        come with `status`."""
+        flow = tflow.tflow()
+        flow.request = http.Request.make(
+            "POST", f"http://cassette.control{path}", json.dumps(body), {"x-cassette-control-token": token}
+        )
+        self.request(flow)
+        assert flow.response is not None and flow.response.status_code == status, flow.response
+        return json.loads(flow.response.content)
+
     def answered(self, flow: http.HTTPFlow) -> http.HTTPFlow:
         """The `request` hook, then the `responseheaders` hook mitmproxy runs for an answer the addon made there
         (a hit, a miss), before it sends it to the client."""

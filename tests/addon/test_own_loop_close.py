@@ -9,21 +9,10 @@ import json
 import pytest
 from in_process import LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 from mitmproxy import http
-from mitmproxy.test import tflow
 
 TOKEN = "control-token-for-tests-0123456789"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
 OTHER = {**ASK, "model": "never-recorded"}
-
-
-def control(proxy, path: str, body: dict, status: int = 200) -> dict:
-    flow = tflow.tflow()
-    flow.request = http.Request.make(
-        "POST", f"http://cassette.control{path}", json.dumps(body), {"x-cassette-control-token": TOKEN}
-    )
-    proxy.request(flow)
-    assert flow.response.status_code == status, flow.response.content
-    return json.loads(flow.response.content)
 
 
 def connection(flow: http.HTTPFlow) -> str | None:
@@ -52,26 +41,26 @@ def test_a_hit_and_a_miss_close_their_connection_in_an_own_loop_test_only(proxie
     proxies.record(upstream, ASK, {"answer": "hi"})
     proxy = start(proxies, "replay")
 
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
     hit = proxy.answered(chat_flow(ASK, upstream.url()))
     miss = proxy.answered(chat_flow(OTHER, upstream.url()))
     assert (hit.response.status_code, miss.response.status_code) == (200, 409)
     assert connection(hit) == connection(miss) == "close"
 
-    control(proxy, "/v1/test/start", {"test": "t.py::test_sync"})  # the next test keeps its connections
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_sync"})  # the next test keeps its connections
     hit = proxy.answered(chat_flow(ASK, upstream.url()))
     miss = proxy.answered(chat_flow(OTHER, upstream.url()))
     assert connection(hit) is None and connection(miss) is None
 
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async_again", "own_loop": True})
-    control(proxy, "/v1/test/end", {"test": "t.py::test_async_again"})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async_again", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/end", {"test": "t.py::test_async_again"})
     assert connection(proxy.answered(chat_flow(ASK, upstream.url()))) is None  # outside any test: the run's rules
     assert proxy.done()["counts"]["hits"] == 3
 
 
 def test_a_recorded_answer_closes_its_connection_and_the_cassette_does_not_keep_the_header(proxies, upstream):
     proxy = start(proxies, "record")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
     flow = proxy.answer(proxy.request(chat_flow(ASK, upstream.url())), json_answer({"answer": "hi"}))
     assert connection(flow) == "close"
     assert proxy.done()["counts"]["recorded"] == 1
@@ -81,10 +70,10 @@ def test_a_recorded_answer_closes_its_connection_and_the_cassette_does_not_keep_
 
 def test_an_upstreams_keep_alive_is_replaced_and_a_sync_tests_is_left_alone(proxies, upstream):
     proxy = start(proxies, "record")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
     flow = proxy.answer(proxy.request(chat_flow(ASK, upstream.url())), json_answer({}, connection="keep-alive"))
     assert connection(flow) == "close"
-    control(proxy, "/v1/test/start", {"test": "t.py::test_sync", "own_loop": False})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_sync", "own_loop": False})
     flow = proxy.answer(proxy.request(chat_flow(OTHER, upstream.url())), json_answer({}, connection="keep-alive"))
     assert connection(flow) == "keep-alive"
 
@@ -92,14 +81,14 @@ def test_an_upstreams_keep_alive_is_replaced_and_a_sync_tests_is_left_alone(prox
 def test_http2_and_an_upgrade_keep_their_connection(proxies, upstream):
     proxies.record(upstream, ASK, {"answer": "hi"})
     proxy = start(proxies, "replay")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
     over_h2 = chat_flow(ASK, upstream.url())
     over_h2.request.http_version = "HTTP/2.0"  # HTTP/2 forbids the header; its streams are not pooled per loop
     assert connection(proxy.answered(over_h2)) is None
     assert over_h2.response.status_code == 200
 
     proxy = start(proxies, "record")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_async", "own_loop": True})
     upgrade = proxy.request(chat_flow(b"", upstream.url("/v1/realtime")))  # forwarded: the upstream answers
     upgrade.response = http.Response.make(101, b"", {"connection": "Upgrade", "upgrade": "websocket"})
     proxy.addon.responseheaders(upgrade)
@@ -109,5 +98,5 @@ def test_http2_and_an_upgrade_keep_their_connection(proxies, upstream):
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_own_loop_must_be_a_boolean(proxies, value):
     proxy = start(proxies, "replay")
-    answer = control(proxy, "/v1/test/start", {"test": "t.py::test_a", "own_loop": value}, status=400)
+    answer = proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_a", "own_loop": value}, status=400)
     assert '"own_loop" must be true or false' in answer["error"]["message"]

@@ -9,22 +9,10 @@ from pathlib import Path
 
 import pytest
 from in_process import LoopbackUpstream, Proxies, chat_flow, json_answer
-from mitmproxy import http
-from mitmproxy.test import tflow
 
 TOKEN = "control-token-for-tests-0123456789"
 SECRET = "sk-proj-" + "A1b2C3d4E5f6" * 4
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
-
-
-def control(proxy, path: str, body: dict) -> dict:
-    flow = tflow.tflow()
-    flow.request = http.Request.make(
-        "POST", f"http://cassette.control{path}", json.dumps(body), {"x-cassette-control-token": TOKEN}
-    )
-    proxy.request(flow)
-    assert flow.response.status_code == 200, flow.response.content
-    return json.loads(flow.response.content)
 
 
 @pytest.fixture
@@ -47,12 +35,12 @@ def start(proxies, mode: str):
 
 def test_a_recorded_request_comes_back_as_sent_less_its_credentials(proxies, upstream):
     proxy = start(proxies, "record")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_a", "played": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_a", "played": True})
     sent = json.dumps({**ASK, "note": f"key {SECRET}"}).encode()
     flow = chat_flow(sent, upstream.url(), {"authorization": f"Bearer {SECRET}", "X-Trace": "one"})
     proxy.answer(proxy.request(flow), json_answer({"answer": "hi"}))
 
-    [interaction] = control(proxy, "/v1/test/played", {"test": "t.py::test_a"})["interactions"]
+    [interaction] = proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_a"})["interactions"]
     assert interaction["outcome"] == "recorded"
     assert json.loads(Path(interaction["cassette"]).read_text())["response"]["body"] == {"answer": "hi"}
     request = interaction["request"]
@@ -66,11 +54,11 @@ def test_a_recorded_request_comes_back_as_sent_less_its_credentials(proxies, ups
 def test_replayed_requests_name_the_cassette_each_time_it_answers(proxies, upstream):
     proxies.record(upstream, ASK, {"answer": "hi"})
     proxy = start(proxies, "replay")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_b", "played": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_b", "played": True})
     for _ in range(2):
         assert proxy.request(chat_flow(ASK, upstream.url())).response.status_code == 200
     proxy.request(chat_flow({**ASK, "model": "other"}, upstream.url()))  # a miss is no recording of the test
-    interactions = control(proxy, "/v1/test/played", {"test": "t.py::test_b"})["interactions"]
+    interactions = proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_b"})["interactions"]
     assert [i["outcome"] for i in interactions] == ["hit", "hit"]
     assert interactions[0]["cassette"] == interactions[1]["cassette"]
     assert base64.b64decode(interactions[0]["request"]["body_base64"]) == json.dumps(ASK).encode()  # the bytes sent
@@ -79,24 +67,24 @@ def test_replayed_requests_name_the_cassette_each_time_it_answers(proxies, upstr
 def test_the_next_test_starts_empty_and_a_test_that_did_not_ask_keeps_nothing(proxies, upstream):
     proxies.record(upstream, ASK, {"answer": "hi"})
     proxy = start(proxies, "replay")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_c", "played": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_c", "played": True})
     proxy.request(chat_flow(ASK, upstream.url()))
-    control(proxy, "/v1/test/start", {"test": "t.py::test_d", "played": True})
-    assert control(proxy, "/v1/test/played", {"test": "t.py::test_d"})["interactions"] == []
-    stale = control(proxy, "/v1/test/played", {"test": "t.py::test_c"})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_d", "played": True})
+    assert proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_d"})["interactions"] == []
+    stale = proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_c"})
     assert stale["interactions"] is None and stale["current"] == "t.py::test_d"  # never another test's requests
-    control(proxy, "/v1/test/start", {"test": "t.py::test_e"})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_e"})
     proxy.request(chat_flow(ASK, upstream.url()))
-    assert control(proxy, "/v1/test/played", {"test": "t.py::test_e"})["interactions"] is None
+    assert proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_e"})["interactions"] is None
     assert proxy.addon.played.entries == []
 
 
 def test_a_test_resuming_after_a_wider_fixture_keeps_what_it_had(proxies, upstream):
     proxies.record(upstream, ASK, {"answer": "hi"})
     proxy = start(proxies, "replay")
-    control(proxy, "/v1/test/start", {"test": "t.py::test_f", "played": True})
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_f", "played": True})
     proxy.request(chat_flow(ASK, upstream.url()))
-    control(proxy, "/v1/test/end", {"test": "t.py::test_f"})
+    proxy.control(TOKEN, "/v1/test/end", {"test": "t.py::test_f"})
     proxy.request(chat_flow(ASK, upstream.url()))  # the module fixture's request: no test's
-    control(proxy, "/v1/test/start", {"test": "t.py::test_f", "played": True, "resume": True})
-    assert len(control(proxy, "/v1/test/played", {"test": "t.py::test_f"})["interactions"]) == 1
+    proxy.control(TOKEN, "/v1/test/start", {"test": "t.py::test_f", "played": True, "resume": True})
+    assert len(proxy.control(TOKEN, "/v1/test/played", {"test": "t.py::test_f"})["interactions"]) == 1
