@@ -47,7 +47,7 @@ def outside_address() -> str:
 
 
 def test_ca_private_key_is_readable_by_its_owner_only(start_proxy, cassette_dir):
-    proxy = start_proxy()
+    proxy = start_proxy(fresh_ca=True)  # the CA mitmproxy makes for this proxy, not the tests' shared copy
     for name in ("mitmproxy-ca.pem", "mitmproxy-ca.p12"):
         mode = stat.S_IMODE((proxy.confdir / name).stat().st_mode)
         assert mode == 0o600, f"{name} has mode {mode:o}"

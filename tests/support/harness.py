@@ -11,6 +11,7 @@ what the current SDKs need.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -121,8 +123,30 @@ class FakeUpstream:
             stop(self.process)
 
 
+_CA_TEMPLATE: list[Path] = []
+_CA_TEMPLATE_LOCK = threading.Lock()
+
+
+def ca_template() -> Path:
+    """A confdir holding a CA mitmproxy made, once per test process, which each proxy's confdir starts as a copy of:
+    making a CA (an RSA key) is a tenth of a proxy's start, paid hundreds of times a run. `Proxy(fresh_ca=True)`
+    lets mitmproxy make its own, for what only a new CA can show (its files' modes)."""
+    with _CA_TEMPLATE_LOCK:
+        if not _CA_TEMPLATE:
+            folder = Path(tempfile.mkdtemp(prefix="cassette-test-ca-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            python = Path(mitmdump_path()).with_name("python")
+            subprocess.run(
+                [str(python), "-c", "import sys; from mitmproxy import certs; certs.CertStore.from_store(sys.argv[1], 'mitmproxy', 2048)", str(folder)],
+                check=True, capture_output=True,
+            )  # fmt: skip
+            _CA_TEMPLATE.append(folder)
+        return _CA_TEMPLATE[0]
+
+
 class Proxy:
-    """`mitmdump -s addon/cassette.py` on a free port, with its own confdir (and so its own CA)."""
+    """`mitmdump -s addon/cassette.py` on a free port, with its own confdir: a copy of the test process's CA
+    (`ca_template`), or with `fresh_ca=True` a CA of its own."""
 
     def __init__(
         self,
@@ -131,9 +155,11 @@ class Proxy:
         upstream: FakeUpstream | None = None,
         modes: list[str] | None = None,
         scripts: list[Path] = (),
+        fresh_ca: bool = False,
         **options: object,
     ):
         self.folder = folder
+        self.fresh_ca = fresh_ca
         self.cassette_dir = cassette_dir
         self.upstream = upstream
         self.modes = modes or ["regular"]
@@ -175,6 +201,8 @@ class Proxy:
         ready = self.folder / "proxy.ready"
         ready.unlink(missing_ok=True)
         self.report_path.unlink(missing_ok=True)
+        if not self.fresh_ca and not self.confdir.exists():
+            shutil.copytree(ca_template(), self.confdir)  # the files' modes too: the CA key stays 0600
         self.process = subprocess.Popen(
             self.command(), stdout=self.log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
