@@ -379,6 +379,7 @@ class CassetteAddon:
             existed=os.path.exists(path),
             test=rules.test,
             statuses=rules.statuses,
+            keyed_with=None if rules.recipe is self._run().recipe else rules.recipe.to_json(),
             big_request=facts if big else None,
             mcp=mcp,
             keep_existing=keep_existing,

@@ -62,6 +62,9 @@ class RecordTarget:
     mcp: McpRequest | None = None
     """An MCP request (core/sessions/mcp.py): its SSE answer is complete at its JSON-RPC response, its GET stream when the
     client leaves it, and a 404 for its session id is never saved."""
+    keyed_with: dict | None = None
+    """The key settings its key was computed under when they are not the run's (a test's own ignore paths:
+    `Recipe.with_ignore`), so the cassette says what keyed it; None: the run's."""
     keep_existing: bool = False
     """Sent upstream although its cassette may exist (what keeps an MCP session whole on the server in record mode:
     `mcp.McpRequest.keeps_session`): an existing cassette is kept, not rewritten."""
@@ -181,7 +184,7 @@ class Recorder:
 
         def build() -> dict:
             fields = body() if callable(body) else body
-            return self.writer.cassette(target.key, target.request, {**head, **fields})
+            return self.writer.cassette(target.key, target.request, {**head, **fields}, target.keyed_with)
 
         return self.writer.submit(lambda: self._write(target, build, count))
 

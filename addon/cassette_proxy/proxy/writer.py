@@ -58,9 +58,12 @@ class Writer:
 
     # -- what is written ---------------------------------------------------------------------------------------
 
-    def cassette(self, key: str, request: dict, response: dict) -> dict:
-        """A new recording, before redaction: what it was made with and keyed with filled in."""
-        return new_cassette(key, request, response, RECORDED_WITH, self.keyed_with)
+    def cassette(self, key: str, request: dict, response: dict, keyed_with: dict | None = None) -> dict:
+        """A new recording, before redaction: what it was made with and keyed with filled in (`keyed_with`: the
+        key settings of a test whose own ignore paths keyed it; None: the run's)."""
+        return new_cassette(
+            key, request, response, RECORDED_WITH, self.keyed_with if keyed_with is None else keyed_with
+        )
 
     def stored(self, cassette: dict, **extra: Any) -> bytes:
         """The bytes of `cassette` as it is written: redacted by the run's rules, then `extra` (fields redacted by

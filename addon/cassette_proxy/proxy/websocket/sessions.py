@@ -736,7 +736,10 @@ class Sessions:
             sidecar_file,
             settings.fingerprint if digested else None,
         )
-        cassette = self.writer.cassette(target.key, target.request, {"status": 101, "headers": recording.headers})
+        keyed_with = recording.rules.recipe.to_json() if recording.rules is not None else None
+        cassette = self.writer.cassette(
+            target.key, target.request, {"status": 101, "headers": recording.headers}, keyed_with
+        )
         extra: dict = {"cassette_format": SESSION_FORMAT, "session": session}
         if turn:  # a Responses WebSocket turn: its request is the POST twin, its connection's URL is kept here
             extra["turn"] = {"over": "websocket", "url": recording.target.request["url"], "number": turn}
