@@ -51,6 +51,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
@@ -60,6 +61,7 @@ import pytest
 
 from .core import option_table
 from .core.defaults import DIR_VAR
+from .core.migration.vcr_cassette import RECORD_MODES as VCR_MODES
 from .core.migration.vcr_cassette import RecordedCassette
 from .core.report import Report, ReportError
 from .core.traffic.per_test import DEFAULT_SCOPE, SCOPES, folder_of_test
@@ -91,6 +93,9 @@ RECORDING_PLUGIN = "pytest_recording.plugin"
 
 RECORD_MODES = {"none": "replay", "once": "record", "new_episodes": "record", "all": "update", "rewrite": "update"}
 """pytest-recording's `--record-mode` values, as cassette modes (declared by the plugin when it is not installed)."""
+REGEX_FREE_HOST = re.compile(r"[A-Za-z0-9*][A-Za-z0-9.*-]*(:[0-9]+)?|\[[0-9A-Fa-f:]+\](:[0-9]+)?")
+"""A host name, IPv4 or bracketed IPv6 address, or a glob of one (`*` only), with an optional port: what
+`--allowed-hosts` takes as cassette_allow_hosts."""
 INI_TYPES: dict[Any, Any] = {Sequence[str]: "linelist", bool: "bool"}
 """An option's type → its ini setting's (core/option_table.py); any other is a string."""
 MARKER_OPTIONS = ("mode", "ignore", "repeats", "scope", "record_statuses")
@@ -112,6 +117,17 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         group.addoption(
             "--disable-recording", action="store_true", default=False,
             help="pytest-recording's switch; without it installed the proxy answers anyway.",
+        )  # fmt: skip
+        group.addoption(
+            "--block-network", action="store_true", default=False,
+            help="pytest-recording's switch: behind the proxy a replay run answers every host outside the cassette "
+            "hosts and --allowed-hosts 403 cassette_offline already; --cassette-isolate stops the clients that go "
+            "around the proxy too.",
+        )  # fmt: skip
+        group.addoption(
+            "--allowed-hosts", default=None, metavar="HOSTS",
+            help="pytest-recording's comma-separated hosts a run may still reach: here cassette_allow_hosts "
+            "(host names or globs such as *.example.com, not regular expressions).",
         )  # fmt: skip
     for option in option_table.OPTIONS:  # the addon's options the plugin sets (core/option_table.py)
         if option.pytest_flag is not None:
@@ -176,6 +192,8 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
         os.environ,
     )
     reverse = [launcher.parse_reverse(spec) for spec in config.getini("cassette_reverse")]
+    if _declares_record_mode(config) and config.getoption("allowed_hosts", None):
+        values["allow_hosts"] = [*values.get("allow_hosts", ()), *_allowed_hosts(config.getoption("allowed_hosts"))]
     return launcher.Settings(
         **{
             **values,
@@ -193,6 +211,20 @@ def _settings(config: pytest.Config, mitmdump: str) -> launcher.Settings:
             "proxy_ca_only": launcher.proxy_ca_only_by_default(mode, os.environ),
         }
     )
+
+
+def _allowed_hosts(given: str) -> list[str]:
+    """pytest-recording's `--allowed-hosts` (comma-separated; it matches each as a regular expression) as host globs.
+    A plain host name means the same in both; a regular expression is refused, naming the glob to write, rather than
+    read as a glob that would allow some other set of hosts."""
+    hosts = [host.strip() for host in given.split(",") if host.strip()]
+    for host in hosts:
+        if not REGEX_FREE_HOST.fullmatch(host):
+            raise pytest.UsageError(
+                f"--allowed-hosts: {host!r} looks like a regular expression (pytest-recording matches each as one); "
+                "the proxy takes host names and globs: write `*.example.com` for every host under example.com"
+            )
+    return hosts
 
 
 def _scope_args(config: pytest.Config) -> list[str]:
@@ -298,6 +330,12 @@ def pytest_configure(config: pytest.Config) -> None:
             "markers", "vcr: the test's recordings (pytest-recording); served by the cassette proxy"
         )
         config.addinivalue_line("markers", "default_cassette: the test's cassette name (pytest-recording)")
+        config.addinivalue_line(
+            "markers",
+            "block_network: pytest-recording's marker; behind the proxy a replay run reaches no host outside the "
+            "cassette hosts and cassette_allow_hosts already",
+        )
+        config.pluginmanager.register(RecordingFixtures(), "cassette_recording_fixtures")
         # Its hook, which conftests implement (pydantic-ai registers a serializer in it): without the spec pytest
         # stops the session on an unknown hook. Never called: behind the proxy there is no VCR object to configure.
         hook = getattr(config.pluginmanager.hook, "pytest_recording_configure", None)
@@ -645,6 +683,26 @@ class RecordingHookspec:
     @pytest.hookspec
     def pytest_recording_configure(self, config: pytest.Config, vcr: Any) -> None:
         """pytest-recording configures its VCR here; behind the proxy it is never called."""
+
+
+class RecordingFixtures:
+    """pytest-recording's fixtures that conftests and tests read or override, declared when it is not installed."""
+
+    @pytest.fixture(scope="session")
+    def record_mode(self, pytestconfig: pytest.Config) -> str:
+        """pytest-recording's record mode: `--record-mode` as given, unless `--cassette-mode` (which wins) says
+        otherwise; else this run's cassette mode in its words (replay: `none`, record: `new_episodes`, update:
+        `all`), as `vcr.record_mode` says it."""
+        given, chosen = pytestconfig.getoption("record_mode", None), pytestconfig.getoption("cassette_mode")
+        if isinstance(given, str) and not chosen:
+            return given
+        return VCR_MODES.get(launcher.resolve_mode(chosen, os.environ), "none")
+
+    @pytest.fixture
+    def vcr_config(self) -> dict[str, Any]:
+        """VCR.py's settings, which a conftest overrides; behind the proxy nothing reads them (the key and
+        cassette_redact replace `match_on` and the filters)."""
+        return {}
 
 
 class VcrFixture:
