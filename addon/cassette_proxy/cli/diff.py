@@ -30,6 +30,7 @@ from ..core.reading.summary import (
     summarize_request,
     summarize_response,
 )
+from . import add_command
 
 BEHAVIOUR = ("status", "model", "finish_reason", "content")
 INLINE = 100
@@ -231,11 +232,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "diff",
-        help="review cassettes changed against a git revision: new, removed, re-recorded and what changed",
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = add_command(subparsers, "diff", __doc__)
     parser.add_argument("rev", nargs="?", default="HEAD", help="git revision to compare with (default HEAD)")
     parser.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder, inside a git repository")
     parser.add_argument("--format", choices=("text", "markdown"), default="text", help="markdown: for a PR comment")

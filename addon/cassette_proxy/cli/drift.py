@@ -1,4 +1,8 @@
-"""`cassette drift`: re-send the recorded requests to the live providers and say what changed, worst first.
+"""Re-send the recorded requests to the live providers through a proxy that records into a scratch folder (the
+cassette folder is only read, unless --write), compare each answer with its cassette and print a table, worst
+first: status, shape, behaviour, text. Exit status: 1 for drift at or above --fail-on, 3 when a cassette could not
+be checked (or none was), 2 for a usage error, else 0. Credentials come from each SDK's usual variable
+(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...).
 
 Replay proves the requests are unchanged; it cannot see a retired model, a new
 response shape or a changed answer. This command parses its flags into what a
@@ -27,7 +31,7 @@ from ..core.keys.recipe import make_recipe
 from ..launch import drift_run
 from ..launch.drift_plan import Selection
 from ..launch.errors import LauncherError
-from . import proxy_flags
+from . import add_command, proxy_flags
 
 
 def selection(args: argparse.Namespace) -> Selection:
@@ -66,15 +70,7 @@ def _seconds(text: str) -> float:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "drift",
-        help="re-send the recorded requests to the live providers and report what changed, worst first",
-        description="Re-send the recorded requests to the live providers through a proxy that records into a "
-        "scratch folder (the cassette folder is only read, unless --write), compare each answer with its cassette "
-        "and print a table, worst first: status, shape, behaviour, text. Exit status: 1 for drift at or above "
-        "--fail-on, 3 when a cassette could not be checked (or none was), 2 for a usage error, else 0. Credentials "
-        "come from each SDK's usual variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...).",
-    )
+    parser = add_command(subparsers, "drift", __doc__)
     parser.add_argument("paths", nargs="*", metavar="GLOB", help="cassettes to check: globs on their paths "
                         "relative to the folder (api.openai.com/**); default: every cassette")  # fmt: skip
     proxy_flags.add_folder_and_hosts(parser)

@@ -1,4 +1,4 @@
-"""`cassette env`: the environment of the running `cassette serve`, as `export` lines for `eval "$(cassette env)"`."""
+"""Print `export` lines pointing clients at the running `cassette serve`: eval "$(cassette env)"."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import argparse
 from ..launch import launcher
 from ..launch.serve_state import serving_pid, state_file
 from ..launch.user_folder import private_folder
+from . import add_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "env",
-        help="print the environment of the running `cassette serve`",
-        description='Print `export` lines pointing clients at the running `cassette serve`: eval "$(cassette env)".',
-    )
+    parser = add_command(subparsers, "env", __doc__)
     parser.set_defaults(func=env)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..core.keys.frameworks import PRESETS, TOOL_CALL_ID_PLACES
+from . import add_command
 
 
 def frameworks_text() -> str:
@@ -35,7 +36,5 @@ def run_frameworks(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    command = subparsers.add_parser(
-        "frameworks", help="the framework presets' rules, one line each: what each keys as a placeholder, and where"
-    )
+    command = add_command(subparsers, "frameworks")
     command.set_defaults(func=run_frameworks)

@@ -29,7 +29,7 @@ from ..core.migration.recording_formats import (
 from ..core.migration.vcr_test_ids import TestModules
 from ..core.record_statuses import DEFAULT_RECORD_STATUSES
 from ..core.traffic.per_test import DEFAULT_SCOPE, SCOPES
-from . import proxy_flags
+from . import add_command, proxy_flags
 
 _LABELS = {
     importer.IMPORTED: "imported",
@@ -189,12 +189,7 @@ def _sequence_number(relative: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "import",
-        help="convert VCR.py / pytest-recording / langchain_tests cassettes and HAR files into cassettes, keyed as "
-        "the proxy keys",
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = add_command(subparsers, "import", __doc__)
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH",
         help="VCR cassettes (YAML or JSON), langchain_tests cassettes, HAR files, each maybe gzip'd, or folders of them",

@@ -19,6 +19,7 @@ from ..core.reading.conversation import MCP, shape_of, turn_number
 from ..core.reading.session_conversation import session_conversation
 from ..core.reading.summary import RequestSummary, summarize_request
 from ..core.reading.summary import one_line as short
+from . import add_command
 
 SHORT_KEY = 8
 
@@ -86,6 +87,6 @@ def run_ls(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    ls = subparsers.add_parser("ls", help="one line per cassette: key, recorded date, size, model, endpoint, prompt")
+    ls = add_command(subparsers, "ls")
     ls.add_argument("dir", nargs="?", type=Path, default=default_dir(), help="cassette folder")
     ls.set_defaults(func=run_ls)

@@ -1,4 +1,8 @@
-"""`cassette mcp -- SERVER_COMMAND…`: an MCP server over stdio, recorded and replayed (core/sessions/mcp_stdio.py).
+"""Pass an MCP client's stdio JSON-RPC messages to SERVER_COMMAND, recording each request with the server's answer;
+in replay, answer from the cassettes without starting the server. Inside `cassette run` the run's mode, folder and
+key settings apply and its report counts these requests.
+
+`cassette mcp -- SERVER_COMMAND…`: an MCP server over stdio, recorded and replayed (core/sessions/mcp_stdio.py).
 
 Used as the command an MCP client spawns (`MCPServerStdio(params={"command": "cassette", "args": ["mcp",
 "--", "python", "server.py"]})`): it passes the newline-delimited JSON-RPC messages between the client (its
@@ -28,18 +32,13 @@ from ..launch.enclosing_run import REPORTS_VAR, run_environ
 from ..launch.errors import LauncherError
 from ..launch.mcp_relay import StdioSession
 from ..launch.outer_proxy import OUTER_PROXY_VAR, outer_proxy
+from . import add_command
 
 MODES = ("replay", "record", "update", "off")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "mcp",
-        help="record and replay an MCP server over stdio (the command an MCP client spawns)",
-        description="Pass an MCP client's stdio JSON-RPC messages to SERVER_COMMAND, recording each request with "
-        "the server's answer; in replay, answer from the cassettes without starting the server. Inside "
-        "`cassette run` the run's mode, folder and key settings apply and its report counts these requests.",
-    )
+    parser = add_command(subparsers, "mcp", __doc__)
     parser.add_argument("--mode", choices=MODES, help="Cassette mode; defaults to the enclosing `cassette run`'s, "
                         "else $CASSETTE_MODE, else replay.")  # fmt: skip
     parser.add_argument("--dir", type=Path, help="Cassette folder; defaults to the enclosing `cassette run`'s, "

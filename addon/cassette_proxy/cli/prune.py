@@ -25,6 +25,7 @@ from ..core.files.location import cassette_files
 from ..core.files.safe_read import CassetteError
 from ..core.files.session_file import sidecar_of
 from ..core.report import Report, ReportError
+from . import add_command
 
 
 class Refusal(Exception):
@@ -135,11 +136,7 @@ def _by_test(args: argparse.Namespace) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "prune",
-        help="list (or --delete) the cassettes no run used, from run reports; refuses on a report with misses or errors",
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = add_command(subparsers, "prune", __doc__)
     parser.add_argument(
         "reports", nargs="+", type=Path, metavar="REPORT", help="run reports (cassette_report) to trust"
     )

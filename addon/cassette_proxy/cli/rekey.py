@@ -1,4 +1,9 @@
-"""`cassette rekey`: carry recordings over to other key settings, or to a newer key recipe.
+"""Recompute every cassette's key from its stored request under the given settings (each one not given: what the
+cassette was recorded with) and the current key recipe; rename the files (sequence files <key>.N.json included)
+and print what moved. Nothing is written if any cassette cannot be rekeyed or two would collide with different
+responses.
+
+`cassette rekey`: carry recordings over to other key settings, or to a newer key recipe.
 
 Changing `cassette_ignore`, the key headers or the value patterns changes
 every key, and a new key recipe changes some: without this, every cassette
@@ -31,6 +36,7 @@ from ..core.keys.frameworks import DEFAULT_FRAMEWORKS, PRESETS
 from ..core.keys.key import identity, key_of
 from ..core.keys.recipe import Recipe, RecipeError, facts_of, make_recipe, recipe_of
 from ..launch.launcher import LauncherError
+from . import add_command
 
 _NAME = re.compile(r"^([0-9a-f]{32})(?:\.([1-9][0-9]*))?\.json$")
 FORMAT_1_RECIPE = make_recipe()
@@ -184,14 +190,7 @@ def apply(root: Path, result: Plan, dry_run: bool = False) -> list[str]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "rekey",
-        help="recompute every cassette's key under other settings and rename the files",
-        description="Recompute every cassette's key from its stored request under the given settings (each one not "
-        "given: what the cassette was recorded with) and the current key recipe; rename the files (sequence files "
-        "<key>.N.json included) and print what moved. Nothing is written if any cassette cannot be rekeyed or two "
-        "would collide with different responses.",
-    )
+    parser = add_command(subparsers, "rekey", __doc__)
     parser.add_argument("--dir", help="Cassette folder; defaults to $CASSETTE_DIR, else ./cassettes.")
     parser.add_argument(
         "--ignore", action="append", metavar="PATH",

@@ -1,4 +1,8 @@
-"""`cassette run -- COMMAND`: one proxy around one test command, in any language."""
+"""Start the proxy on a free port, run COMMAND with every common runtime pointed at it, stop the proxy, print a
+summary and exit with COMMAND's status.
+
+`cassette run -- COMMAND`: one proxy around one test command, in any language.
+"""
 
 from __future__ import annotations
 
@@ -13,18 +17,13 @@ from ..core.report import strict_failures, summary
 from ..launch import isolate, launcher, lifeline, silent_run, warm_proxy
 from ..launch.enclosing_run import StdioReports
 from ..launch.outer_proxy import OUTER_PROXY_VAR, describe
-from . import proxy_flags, serve
+from . import add_command, proxy_flags, serve
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="run a command with a proxy wired into its environment",
-        description="Start the proxy on a free port, run COMMAND with every common runtime pointed at it, stop the "
-        "proxy, print a summary and exit with COMMAND's status.",
-    )
+    parser = add_command(subparsers, "run", __doc__)
     proxy_flags.add_arguments(parser)
     parser.add_argument(
         "--strict",

@@ -27,6 +27,7 @@ from ..core.files.location import cassette_files
 from ..core.files.safe_read import CassetteError, folder_for, read_limited
 from ..core.files.stream_events import payload_lines
 from ..core.secrets.redact import SIDES, Rule, parse_rules
+from . import add_command
 
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 MAX_TOKEN = 128
@@ -217,11 +218,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "scan",
-        help="find secrets (and, with --rule pii, personal data) in cassette files; exits 1 when it finds any",
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = add_command(subparsers, "scan", __doc__)
     parser.add_argument(
         "paths", nargs="*", type=Path, help="cassette files or folders (default: $CASSETTE_DIR or ./cassettes)"
     )

@@ -1,4 +1,8 @@
-"""`cassette serve`: a long-lived proxy; `cassette env` (env.py) prints its environment for `eval`.
+"""Start the proxy, print `export` lines for its client environment (also available from `cassette env`), show its
+log until Ctrl-C or SIGTERM, then print a summary. `cassette run` and pytest sessions with the same settings reuse
+it (a warm proxy) instead of starting their own.
+
+`cassette serve`: a long-lived proxy; `cassette env` (env.py) prints its environment for `eval`.
 
 For people who start the proxy themselves, e.g. to run tests from an IDE:
     cassette serve            # in one terminal
@@ -26,17 +30,11 @@ from ..core.report import summary
 from ..launch import launcher, warm_proxy
 from ..launch.serve_state import state_file, state_header
 from ..launch.user_folder import private_folder, private_subfolder
-from . import proxy_flags
+from . import add_command, proxy_flags
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    serve_parser = subparsers.add_parser(
-        "serve",
-        help="run the proxy in the foreground (or --detach) and print the environment to export",
-        description="Start the proxy, print `export` lines for its client environment (also available from "
-        "`cassette env`), show its log until Ctrl-C or SIGTERM, then print a summary. `cassette run` and pytest "
-        "sessions with the same settings reuse it (a warm proxy) instead of starting their own.",
-    )
+    serve_parser = add_command(subparsers, "serve", __doc__)
     proxy_flags.add_arguments(serve_parser)
     serve_parser.add_argument("--port", type=int, default=0, help="Forward-proxy port; 0 (default) picks a free one.")
     serve_parser.add_argument(

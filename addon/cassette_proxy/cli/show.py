@@ -16,6 +16,7 @@ from ..core.reading.conversation import MCP, conversation_from, conversation_of,
 from ..core.reading.session_conversation import session_lines
 from ..core.reading.summary import one_line as short
 from ..core.reading.summary import summarize_request, summarize_response, turn_lines
+from . import add_command
 from .ls import size
 
 
@@ -92,7 +93,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    show = subparsers.add_parser("show", help="one cassette in full, readable: request, messages, response")
+    show = add_command(subparsers, "show")
     show.add_argument("target", metavar="KEY|FILE", help="a cassette file, or its key (a prefix is enough)")
     show.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder to look the key up in")
     show.set_defaults(func=run_show)

@@ -15,6 +15,7 @@ from ..core.defaults import default_dir
 from ..core.files.cassette_file import load
 from ..core.files.location import cassette_files
 from ..core.files.safe_read import CassetteError
+from . import add_command
 
 UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1), "y": timedelta(days=365)}
 _AGE = re.compile(r"^(\d+)([hdwy])$")
@@ -67,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "stale", help="list cassettes recorded longer ago than --max-age; exits 1 when there are any"
-    )
+    parser = add_command(subparsers, "stale")
     parser.add_argument("dir", nargs="?", type=Path, default=default_dir(), help="cassette folder")
     parser.add_argument(
         "--max-age", type=parse_age, default="90d", help="oldest acceptable recording: 36h, 90d, 12w, 1y (default 90d)"

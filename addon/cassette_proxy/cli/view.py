@@ -17,7 +17,7 @@ from ..viewer.export import export
 from ..viewer.index import Index, default_cache_file
 from ..viewer.reports import ViewState, read_report, report_view
 from ..viewer.server import serve
-from . import diff
+from . import add_command, diff
 
 
 def changed_ids(rev: str, root: Path) -> set[str]:
@@ -82,11 +82,7 @@ def port(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "view",
-        help="browse the cassettes as conversations: served on 127.0.0.1, or exported to one HTML file",
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = add_command(subparsers, "view", __doc__)
     parser.add_argument("dir", nargs="?", type=Path, default=default_dir(), help="cassette folder")
     parser.add_argument(
         "--report",

@@ -99,37 +99,26 @@ def indented(value: Any) -> str:
         kind = type(item)
         if kind is str:
             append(string(item))
-        elif kind is dict:
+        elif kind is dict or kind is list or kind is tuple:
+            is_dict = kind is dict
             if not item:
-                append("{}")
+                append("{}" if is_dict else "[]")
                 return
             inner = indent + "  "
             separator = ",\n" + inner
-            append("{\n" + inner)
-            first = True
-            for key, element in item.items():
-                if first:
-                    first = False
-                else:
+            append("{" if is_dict else "[")
+            first = len(out)  # where the first member's separator stands: it loses its comma once all are written
+            if is_dict:
+                for key, element in item.items():
                     append(separator)
-                append(string(key if type(key) is str else _key_text(key)) + ": ")
-                write(element, inner)
-            append("\n" + indent + "}")
-        elif kind is list or kind is tuple:
-            if not item:
-                append("[]")
-                return
-            inner = indent + "  "
-            separator = ",\n" + inner
-            append("[\n" + inner)
-            first = True
-            for element in item:
-                if first:
-                    first = False
-                else:
+                    append(string(key if type(key) is str else _key_text(key)) + ": ")
+                    write(element, inner)
+            else:
+                for element in item:
                     append(separator)
-                write(element, inner)
-            append("\n" + indent + "]")
+                    write(element, inner)
+            out[first] = "\n" + inner
+            append("\n" + indent + ("}" if is_dict else "]"))
         elif kind is int:
             append(int.__repr__(item))
         elif kind is float:

@@ -15,59 +15,52 @@ STARTERS = ("mitmdump", "run", "serve", "pytest")
 DEFAULT_STARTER = "mitmdump"
 
 
-def _record_command(started_by: str) -> str:
+def _mode_command(started_by: str, mode: str) -> str:
+    """How to start the proxy in `mode` (record, update), in the words of how it was started."""
     return {
-        "run": "cassette run --mode record -- …",
-        "serve": "cassette serve --mode record",
-        "pytest": "pytest --cassette-mode=record",
-    }.get(started_by, "--set cassette_mode=record")
+        "run": f"cassette run --mode {mode} -- …",
+        "serve": f"cassette serve --mode {mode}",
+        "pytest": f"pytest --cassette-mode={mode}",
+    }.get(started_by, f"--set cassette_mode={mode}")
 
 
 def record(started_by: str) -> str:
     """How to record what is missing (the rest keeps replaying)."""
-    return f"To record it: `{_record_command(started_by)}` (records only what is missing)."
+    return f"To record it: `{_mode_command(started_by, 'record')}` (records only what is missing)."
 
 
 def record_session(started_by: str) -> str:
     """How to record a WebSocket session that has no recording: record mode runs it live, the others stay."""
     return (
-        f"To record it: `{_record_command(started_by)}` (runs the session live and saves it beside the sessions already recorded "
+        f"To record it: `{_mode_command(started_by, 'record')}` (runs the session live and saves it beside the sessions already recorded "
         "for this URL)."
     )
-
-
-def _update_command(started_by: str) -> str:
-    return {
-        "run": "cassette run --mode update -- …",
-        "serve": "cassette serve --mode update",
-        "pytest": "pytest --cassette-mode=update",
-    }.get(started_by, "--set cassette_mode=update")
 
 
 def update_session(started_by: str) -> str:
     """How to record a conversation anew whose recorded start cannot be continued live (a Responses WebSocket turn
     continuing a replayed response): update mode sends every turn live and replaces the recorded ones."""
     return (
-        f"To record the conversation anew: `{_update_command(started_by)}` (sends all of its turns live and "
+        f"To record the conversation anew: `{_mode_command(started_by, 'update')}` (sends all of its turns live and "
         "replaces their recordings)."
     )
 
 
 def ignore_value(started_by: str, expression: str) -> str:
     """How to key matches of `expression` as placeholders (a value pattern)."""
-    quoted = shlex.quote(expression)
-    return {
-        "run": f"`cassette run --ignore-value {quoted} -- …`",
-        "serve": f"`cassette serve --ignore-value {quoted}`",
-        "pytest": f"`pytest --cassette-ignore-value={quoted}` (or that line under cassette_ignore_values in pytest.ini)",
-    }.get(started_by, f"`--set cassette_ignore_values={quoted}`")
+    return _list_entry(started_by, "ignore-value", "cassette_ignore_values", expression)
 
 
 def ignore_path(started_by: str, path: str) -> str:
     """How to leave a body field out of the key."""
-    quoted = shlex.quote(path)
+    return _list_entry(started_by, "ignore", "cassette_ignore", path)
+
+
+def _list_entry(started_by: str, flag: str, option: str, value: str) -> str:
+    """How to add `value` to the list option `option`, whose flag is `--FLAG` (`--cassette-FLAG` for pytest)."""
+    quoted = shlex.quote(value)
     return {
-        "run": f"`cassette run --ignore {quoted} -- …`",
-        "serve": f"`cassette serve --ignore {quoted}`",
-        "pytest": f"`pytest --cassette-ignore={quoted}` (or that line under cassette_ignore in pytest.ini)",
-    }.get(started_by, f"`--set cassette_ignore={quoted}`")
+        "run": f"`cassette run --{flag} {quoted} -- …`",
+        "serve": f"`cassette serve --{flag} {quoted}`",
+        "pytest": f"`pytest --cassette-{flag}={quoted}` (or that line under {option} in pytest.ini)",
+    }.get(started_by, f"`--set {option}={quoted}`")

@@ -25,9 +25,10 @@ NO_COOKIE = 0xFFFFFFFF
 ALL_STATES = 0xFFFFFFFF
 
 Address = tuple[str, int]
+IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-def _unmapped(address: Address) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+def _unmapped(address: Address) -> tuple[IP, int]:
     ip = ipaddress.ip_address(str(address[0]).split("%", 1)[0])
     mapped = getattr(ip, "ipv4_mapped", None)
     return mapped or ip, int(address[1])
@@ -46,12 +47,7 @@ def socket_owner(client: Address, server: Address) -> int | None:
         return _by_proc(client_ip, client_port, server_ip, server_port)
 
 
-def _by_netlink(
-    client_ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-    client_port: int,
-    server_ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-    server_port: int,
-) -> int | None:
+def _by_netlink(client_ip: IP, client_port: int, server_ip: IP, server_port: int) -> int | None:
     family = socket.AF_INET if client_ip.version == 4 else socket.AF_INET6
     # struct inet_diag_sockid: ports in network order, addresses in 16 bytes, interface, cookie (none: any socket)
     sockid = struct.pack("!HH", client_port, server_port) + client_ip.packed.ljust(16, b"\0")
@@ -75,19 +71,14 @@ def _by_netlink(
     return int(struct.unpack_from("=I", answer, 16 + 4 + 48 + 12)[0])
 
 
-def _proc_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
+def _proc_address(ip: IP, port: int) -> str:
     """An address as /proc/net/tcp prints it: each 32-bit word of the address in host order, in hex; the port."""
     packed = ip.packed
     words = (struct.unpack("=I", packed[i : i + 4])[0] for i in range(0, len(packed), 4))
     return "".join(f"{word:08X}" for word in words) + f":{port:04X}"
 
 
-def _by_proc(
-    client_ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-    client_port: int,
-    server_ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
-    server_port: int,
-) -> int | None:
+def _by_proc(client_ip: IP, client_port: int, server_ip: IP, server_port: int) -> int | None:
     local, remote = _proc_address(client_ip, client_port), _proc_address(server_ip, server_port)
     with open("/proc/net/tcp" if client_ip.version == 4 else "/proc/net/tcp6", encoding="ascii") as table:
         for line in table:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mitmproxy import ctx, exceptions, http
 
@@ -65,6 +65,19 @@ from .websocket.sessions import Played, Sessions, SessionTarget, is_upgrade
 from .writer import Writer
 
 log = logger(__name__)
+
+
+class Keyed(NamedTuple):
+    """A request keyed and named, as the hit and the forward take it."""
+
+    facts: RequestFacts
+    key: str
+    relative: str
+    """Its cassette's path relative to the cassette folder (`_cassette_name`)."""
+    rules: RequestRules
+    """The rules of its test it was keyed under."""
+    presets: tuple[Replaced, ...]
+    """What the framework presets keyed as placeholders (core/keys/key.py, `keyed`)."""
 
 
 def in_session(response: http.Response | None, session: str) -> None:
@@ -255,14 +268,11 @@ class CassetteAddon:
         key, presets = (await key_in_worker(facts, rules.recipe), ()) if big else rules.keys.keyed(facts)
         upgrade = facts.method == "GET" and is_upgrade(request)
         relative = self._cassette_name(facts, key, rules, upgrade)
+        keyed = Keyed(facts, key, relative, rules, presets)
         # In record mode an MCP session is kept whole on the server (core/sessions/mcp.py, `keeps_session`): its new
         # requests then go live with a session id the server issued, never a replayed one.
         keeps_session = rules.mode == "record" and mcp is not None and mcp.keeps_session
-        if (
-            rules.mode != "update"
-            and not keeps_session
-            and await self._replayed(flow, state, facts, key, relative, rules, upgrade, presets)
-        ):
+        if rules.mode != "update" and not keeps_session and await self._replayed(flow, state, keyed, upgrade):
             if mcp is not None and mcp.session is not None:
                 state.mcp_session = mcp.session
                 in_session(flow.response, mcp.session)
@@ -273,7 +283,7 @@ class CassetteAddon:
             state.outcome = Outcome.MISS
             self.report.missed(entry)
             return
-        self._forward(flow, state, facts, key, relative, rules, big, presets, mcp, keep_existing=keeps_session)
+        self._forward(flow, state, keyed, big, mcp, keep_existing=keeps_session)
 
     def _answered_aside(self, flow: http.HTTPFlow, state: FlowState, host: str, mode: str, covered: bool) -> bool:
         """Requests never keyed: token exchanges, telemetry, and in replay hosts outside the scope."""
@@ -311,18 +321,10 @@ class CassetteAddon:
             relative = self.sequencer.next(key, relative, run.root_prefix, rules.mode == "replay", rules.test)
         return relative
 
-    async def _replayed(
-        self,
-        flow: http.HTTPFlow,
-        state: FlowState,
-        facts: RequestFacts,
-        key: str,
-        relative: str,
-        rules: RequestRules,
-        upgrade: bool,
-        presets: tuple[Replaced, ...],
-    ) -> bool:
-        """Answered from the cassette at `relative` (or refused, when it cannot be used); False when there is none."""
+    async def _replayed(self, flow: http.HTTPFlow, state: FlowState, keyed: Keyed, upgrade: bool) -> bool:
+        """Answered from the cassette at `keyed.relative` (or refused, when it cannot be used); False when there is
+        none."""
+        facts, key, relative, rules, presets = keyed
         run = self._run()
         path = run.root_prefix + relative
         try:
@@ -359,16 +361,14 @@ class CassetteAddon:
         self,
         flow: http.HTTPFlow,
         state: FlowState,
-        facts: RequestFacts,
-        key: str,
-        relative: str,
-        rules: RequestRules,
+        keyed: Keyed,
         big: bool,
-        presets: tuple[Replaced, ...] = (),
         mcp: McpRequest | None = None,
         keep_existing: bool = False,
     ) -> None:
-        """Record and update modes: send the request upstream; its response may become the cassette at `relative`."""
+        """Record and update modes: send the request upstream; its response may become the cassette at
+        `keyed.relative`."""
+        facts, key, relative, rules, presets = keyed
         path = self._run().root_prefix + relative
         stored = stored_request(facts._replace(body=b"") if big else facts, self._run().recipe.key_headers)
         state.target = RecordTarget(

@@ -36,6 +36,17 @@ def is_loopback(host: str) -> bool:
     return (mapped or address).is_loopback
 
 
+def host_path_glob(entry: str, what: str, examples: str) -> tuple[str, str, str]:
+    """A `HOST/PATH` glob (an extra telemetry sink, token endpoint): the entry stripped, its host lowercased, its
+    path without the slash. ValueError naming the entry (as a `what`, with `examples` of the right form) when it
+    has a scheme or lacks a host or a path: such a glob could match far more than meant."""
+    glob = entry.strip()
+    host, slash, path = glob.partition("/")
+    if not slash or not host or "://" in glob or not path:
+        raise ValueError(f"{entry!r} is not a {what}; write HOST/PATH without a scheme, e.g. {examples}")
+    return glob, host.lower(), path
+
+
 class HostScope:
     """Host globs (`*` for every host), each optionally narrowed to paths: `chatgpt.com/backend-api/codex/*`.
 

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..keys.hosts import host_path_glob
+
 ACCEPTED = "accepted"
 """A JSON `{}` with 200: all openai-agents' exporter and LangSmith's client read is a 2xx status."""
 OTLP = "otlp"
@@ -146,14 +148,10 @@ def parse_sinks(enabled: bool, extra: Sequence[str]) -> TelemetrySinks:
     when the export is protobuf, else `{}`); ValueError naming a bad entry."""
     sinks = list(DEFAULT_SINKS) if enabled else []
     for entry in extra:
-        glob = entry.strip()
-        host, slash, path = glob.partition("/")
-        if not slash or not host or "://" in glob or not path:
-            raise ValueError(
-                f"{entry!r} is not a telemetry sink glob; write HOST/PATH without a scheme, "
-                "e.g. otel-collector.example.com/v1/traces or traces.example.com/*"
-            )
-        sinks.append(Sink(f"cassette_telemetry_sinks {glob}", None, host.lower(), f"/{path}", OTLP))
+        glob, host, path = host_path_glob(
+            entry, "telemetry sink glob", "otel-collector.example.com/v1/traces or traces.example.com/*"
+        )
+        sinks.append(Sink(f"cassette_telemetry_sinks {glob}", None, host, f"/{path}", OTLP))
     return TelemetrySinks(sinks)
 
 

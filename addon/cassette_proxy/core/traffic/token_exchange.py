@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from ..keys.hosts import host_path_glob
+
 DEFAULT_TOKEN_ENDPOINTS = (
     "oauth2.googleapis.com/token",  # google-auth's default token URI (service accounts, user refresh tokens)
     "www.googleapis.com/oauth2/v4/token",  # older google-auth and other Google clients
@@ -69,14 +71,10 @@ def parse_endpoints(extra: Sequence[str]) -> TokenEndpoints:
     """
     globs = list(DEFAULT_TOKEN_ENDPOINTS)
     for entry in extra:
-        glob = entry.strip()
-        host, slash, path = glob.partition("/")
-        if not slash or not host or "://" in glob or not path:
-            raise ValueError(
-                f"{entry!r} is not a token endpoint glob; write HOST/PATH without a scheme, "
-                "e.g. sts.example.com/oauth2/token or login.example.com/*/token"
-            )
-        globs.append(f"{host.lower()}/{path}")
+        _, host, path = host_path_glob(
+            entry, "token endpoint glob", "sts.example.com/oauth2/token or login.example.com/*/token"
+        )
+        globs.append(f"{host}/{path}")
     hosts = {glob.partition("/")[0] for glob in globs}
     return TokenEndpoints(
         re.compile("|".join(fnmatch.translate(host) for host in sorted(hosts))),
