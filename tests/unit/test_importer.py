@@ -4,6 +4,7 @@ statuses, sequences, collisions, redaction, dates), and what `load` would refuse
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import re
@@ -326,6 +327,97 @@ def test_pydantic_ai_parsed_bodies_and_old_httpx_responses_are_read(tmp_path):
     ).encode()  # fmt: skip
     bodies = [(c["request"]["body"], c["response"]["body"]) for c in written(run_plan(tmp_path, text)).values()]
     assert bodies == [({"model": "m", "messages": []}, {"id": "p"}), ({"model": "old"}, {"id": "old"})]
+
+
+CASSETTER_FILE = """\
+version: 1
+interactions:
+- request:
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+    headers:
+      content-type:
+      - application/json
+    body:
+      type: json
+      content:
+        model: gpt-4o-mini
+        messages:
+        - role: user
+          content: hi
+  response:
+    status: 200
+    headers:
+      content-type:
+      - application/json
+    body:
+      type: json
+      content:
+        choices:
+        - message:
+            role: assistant
+            content: hello
+  recorded_at: 2026-03-06T19:45:41.733856+00:00
+- request:
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+    headers:
+      content-type:
+      - application/json
+    body:
+      type: json
+      content:
+        model: gpt-4o-mini
+        messages:
+        - role: user
+          content: stream
+  response:
+    status: 200
+    headers:
+      content-type:
+      - text/event-stream
+    body:
+      type: text
+      content: "data: {\\"x\\": 1}\\n\\ndata: [DONE]\\n\\n"
+  recorded_at: '2026-03-06T19:45:42Z'
+- request:
+    method: GET
+    uri: https://api.openai.com/v1/files/file-1/content
+    headers: {}
+    body:
+      type: none
+  response:
+    status: 200
+    headers:
+      content-type:
+      - application/octet-stream
+    body:
+      type: binary
+      content: 00ff
+        0102
+"""
+
+
+def test_cassetter_files_are_read_with_their_typed_bodies_and_the_proxys_keys(tmp_path):
+    """pydantic-ai records with cassetter: VCR's layout, a numeric status and `{type, content}` bodies."""
+    outcomes = run_plan(tmp_path, CASSETTER_FILE.encode())
+    assert [o.action for o in outcomes] == ["imported"] * 3
+    chat, stream, download = (json.loads(o.data) for o in outcomes)
+    [same] = run_plan(tmp_path, vcr_text([(chat_request("hi"), response(answer("hello")))]))
+    assert chat["key"] == json.loads(same.data)["key"]  # the key of the same request recorded by VCR.py
+    assert chat["response"]["body"] == {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}
+    assert stream["response"]["body_format"] == "events"
+    assert [e["text"] for e in stream["response"]["body"]] == ['data: {"x": 1}\n\n', "data: [DONE]\n\n"]
+    assert download["request"]["method"] == "GET" and download["response"]["body_format"] == "base64"
+    assert base64.b64decode(download["response"]["body"]) == bytes([0, 255, 1, 2])  # hex, the folded line joined
+    assert [c["recorded_at"] for c in (chat, stream)] == ["2026-03-06T19:45:41+00:00", "2026-03-06T19:45:42+00:00"]
+
+
+def test_a_cassetter_body_of_an_unknown_type_is_invalid_and_named(tmp_path):
+    text = CASSETTER_FILE.replace("type: binary", "type: protobuf").encode()
+    outcomes = run_plan(tmp_path, text)
+    assert [o.action for o in outcomes] == ["imported", "imported", "invalid"]
+    assert "'protobuf'" in outcomes[2].detail
 
 
 def test_har_entries_without_a_response_or_a_body_are_reported(tmp_path):

@@ -192,7 +192,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(subparsers, "import", __doc__)
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH",
-        help="VCR cassettes (YAML or JSON), langchain_tests cassettes, HAR files, each maybe gzip'd, or folders of them",
+        help="VCR cassettes (YAML or JSON; cassetter's too), langchain_tests cassettes, HAR files, each maybe gzip'd, or folders of them",
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=default_dir(), help="cassette folder to write into")
     parser.add_argument(

@@ -1,5 +1,5 @@
-"""Reading the recordings other tools write into one shape (`Recorded`): VCR.py / pytest-recording cassettes, the
-`langchain_tests` layout, HAR 1.2; gzip'd or not.
+"""Reading the recordings other tools write into one shape (`Recorded`): VCR.py / pytest-recording cassettes (and
+cassetter's, which keep VCR's layout with bodies of their own), the `langchain_tests` layout, HAR 1.2; gzip'd or not.
 
 Recordings arrive in pull requests, as cassettes do, and each is read whole into memory: so every cost is
 bounded per file before it is paid. Its size and what it decompresses to (`MAX_RECORDING_BYTES`); YAML aliases,
@@ -331,6 +331,8 @@ def _entry(read: Callable[[Any, str], Recorded | Unusable], source: str, item: A
 
 def _vcr_interaction(interaction: dict[str, Any], source: str) -> Recorded:
     request, response = interaction["request"], interaction["response"]
+    if _typed(request.get("body")) or _typed(response.get("body")) or type(response.get("status")) is int:
+        return _cassetter_interaction(interaction, source)
     if "status_code" in response:
         # vcrpy before 6 recorded httpx responses in a shape of their own.
         status, body = response["status_code"], response.get("content")
@@ -352,6 +354,65 @@ def _vcr_interaction(interaction: dict[str, Any], source: str) -> Recorded:
         response_body=_vcr_bytes(body),
         recorded_at=_http_date(response_headers),
     )
+
+
+def _typed(body: Any) -> bool:
+    return isinstance(body, dict) and "type" in body and "string" not in body
+
+
+_CASSETTER_TYPES = ("json", "text", "binary", "none")
+
+
+def _cassetter_interaction(interaction: dict[str, Any], source: str) -> Recorded:
+    """cassetter (pydantic-ai's recorder since 2026; VCR's layout, its own bodies): `status` is the number,
+    each body is `{type: json | text | binary | none, content}` (json parsed, binary as hex), stored decoded
+    (it drops the `content-encoding` it undid), and each interaction has its `recorded_at`."""
+    request, response = interaction["request"], interaction["response"]
+    status = response["status"]
+    if isinstance(status, dict):  # a VCR status inside a typed-body file: read it as VCR writes it
+        status = status["code"]
+    response_headers = _vcr_headers(response.get("headers"))
+    return Recorded(
+        source=source,
+        method=_text(request["method"], "method"),
+        url=_text(request["uri"], "uri"),
+        request_headers=_vcr_headers(request.get("headers")),
+        request_body=_typed_bytes(request.get("body")),
+        status=_status(status),
+        response_headers=response_headers,
+        response_body=_typed_bytes(response.get("body")),
+        recorded_at=_when(interaction.get("recorded_at")) or _http_date(response_headers),
+        decoded=True,
+    )
+
+
+def _typed_bytes(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if not _typed(body):
+        return _vcr_bytes(body)
+    kind, content = body["type"], body.get("content")
+    if kind not in _CASSETTER_TYPES:
+        raise ValueError(f"a body of type {kind!r}, not one of {', '.join(_CASSETTER_TYPES)}")
+    if kind == "none" or content is None:
+        return b""
+    if kind == "json":
+        return json.dumps(content, ensure_ascii=False).encode("utf-8")
+    if kind == "binary":
+        return bytes.fromhex(_text(content, "binary body"))  # whitespace (a folded YAML line) is skipped
+    return _text(content, "text body").encode("utf-8")
+
+
+def _when(value: Any) -> str | None:
+    """`recorded_at` as cassetter writes it: an ISO time, which a YAML loader may already have made a datetime."""
+    if isinstance(value, datetime):
+        return _iso(value)
+    if isinstance(value, str):
+        try:
+            return _iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            return None
+    return None
 
 
 def _text(value: Any, what: str) -> str:
