@@ -342,17 +342,25 @@ def _vcr_interaction(interaction: dict[str, Any], source: str) -> Recorded:
     if "parsed_body" in response:  # pydantic-ai's serializer stores JSON bodies parsed
         body = json.dumps(response["parsed_body"])
     request_body = json.dumps(request["parsed_body"]) if "parsed_body" in request else request.get("body")
-    response_headers = _vcr_headers(response.get("headers"))
+    return _recorded(source, (request, response), (_vcr_bytes(request_body), _vcr_bytes(body)), status)
+
+
+def _recorded(
+    source: str, exchange: tuple[dict[str, Any], dict[str, Any]], bodies: tuple[bytes, bytes], status: Any, **extra: Any
+) -> Recorded:
+    """One interaction of a VCR-layout file (VCR.py's or cassetter's), once its bodies and status are read; `extra`:
+    `decoded`, and `recorded_at` when the file says it (else the response's `Date`)."""
+    request, response_headers = exchange[0], _vcr_headers(exchange[1].get("headers"))
     return Recorded(
         source=source,
         method=_text(request["method"], "method"),
         url=_text(request["uri"], "uri"),
         request_headers=_vcr_headers(request.get("headers")),
-        request_body=_vcr_bytes(request_body),
+        request_body=bodies[0],
         status=_status(status),
         response_headers=response_headers,
-        response_body=_vcr_bytes(body),
-        recorded_at=_http_date(response_headers),
+        response_body=bodies[1],
+        **{**extra, "recorded_at": extra.get("recorded_at") or _http_date(response_headers)},
     )
 
 
@@ -371,18 +379,9 @@ def _cassetter_interaction(interaction: dict[str, Any], source: str) -> Recorded
     status = response["status"]
     if isinstance(status, dict):  # a VCR status inside a typed-body file: read it as VCR writes it
         status = status["code"]
-    response_headers = _vcr_headers(response.get("headers"))
-    return Recorded(
-        source=source,
-        method=_text(request["method"], "method"),
-        url=_text(request["uri"], "uri"),
-        request_headers=_vcr_headers(request.get("headers")),
-        request_body=_typed_bytes(request.get("body")),
-        status=_status(status),
-        response_headers=response_headers,
-        response_body=_typed_bytes(response.get("body")),
-        recorded_at=_when(interaction.get("recorded_at")) or _http_date(response_headers),
-        decoded=True,
+    bodies = _typed_bytes(request.get("body")), _typed_bytes(response.get("body"))
+    return _recorded(
+        source, (request, response), bodies, status, recorded_at=_when(interaction.get("recorded_at")), decoded=True
     )
 
 
