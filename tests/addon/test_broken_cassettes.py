@@ -10,21 +10,9 @@ import logging
 from collections.abc import Callable
 
 import pytest
-from in_process import LoopbackUpstream, Proxies, chat_flow
+from in_process import chat_flow
 
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 
 def ask(text: str) -> dict:

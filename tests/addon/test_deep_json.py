@@ -6,24 +6,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from in_process import LoopbackUpstream, Proxies, chat_flow
+from in_process import chat_flow
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 THOUSAND = "[" * 1000 + "]" * 1000
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def ask(text: str) -> dict:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from cassette_proxy.core.files.cassette_file import load
 from cassette_proxy.proxy.state import ANSWERED_HERE, Outcome, state_of
-from in_process import CHAT_PATH, LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
+from in_process import CHAT_PATH, LoopbackUpstream, chat_flow, files_under, json_answer
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 SECRET = "sk-fake-openai-DO-NOT-STORE-0123456789abcdef"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "one"}], "temperature": 0}
@@ -29,20 +31,6 @@ COUNTS = [
     "browser_background",
 ]
 NOTHING = dict.fromkeys([*COUNTS, "offline", "errors"], 0)
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def test_record_saves_the_forwarded_answer_whole_in_its_cassette_and_returns_it(proxies, upstream, monkeypatch):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from cassette_proxy.core.files.cassette_file import load
 from in_process import LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
 from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy.test import tflow
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 SESSION = "7c1f0e4d2b8a4f6e9d3c5b1a0f2e4d6c"
 INITIALIZE = {
@@ -26,20 +27,6 @@ CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "a
 PROGRESS = 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n'
 RESULT = 'event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"}]}}\n\n'
 SSE = {"content-type": "text/event-stream"}
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def mcp_post(upstream: LoopbackUpstream, message: dict | list, session: str | None = SESSION) -> http.HTTPFlow:

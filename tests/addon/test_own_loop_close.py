@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from in_process import LoopbackUpstream, Proxies, chat_flow, files_under, json_answer
+from in_process import chat_flow, files_under, json_answer
 from mitmproxy import http
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 TOKEN = "control-token-for-tests-0123456789"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
@@ -17,20 +19,6 @@ OTHER = {**ASK, "model": "never-recorded"}
 
 def connection(flow: http.HTTPFlow) -> str | None:
     return flow.response.headers.get("connection")
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def start(proxies, mode: str):

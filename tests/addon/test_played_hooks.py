@@ -7,26 +7,13 @@ import base64
 import json
 from pathlib import Path
 
-import pytest
-from in_process import LoopbackUpstream, Proxies, chat_flow, json_answer
+from in_process import chat_flow, json_answer
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 TOKEN = "control-token-for-tests-0123456789"
 SECRET = "sk-proj-" + "A1b2C3d4E5f6" * 4
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def start(proxies, mode: str):

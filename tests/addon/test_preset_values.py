@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import uuid
 
-import pytest
 from cassette_proxy.cli.show import show_text
 from cassette_proxy.core.report import Report
-from in_process import LoopbackUpstream, Proxies, chat_flow, json_answer
+from in_process import chat_flow, json_answer
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 ANSWER = {"id": "chatcmpl-1", "choices": [{"message": {"role": "assistant", "content": "sunny"}}]}
 
@@ -29,20 +30,6 @@ def tool_turn(first: str, second: str, answers: str | None = None) -> dict:
 
 def made_up() -> str:
     return f"pyd_ai_{uuid.uuid4().hex}"
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 PLACES = [

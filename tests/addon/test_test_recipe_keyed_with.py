@@ -6,26 +6,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from cassette_proxy.core.keys.recipe import make_recipe, stored_key
-from in_process import LoopbackUpstream, Proxies, chat_flow, json_answer
+from in_process import chat_flow, json_answer
+
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 TOKEN = "control-token-for-tests-0123456789"
 ASK = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}], "metadata": {"trace_id": "t-1"}}
-
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxies(tmp_path):
-    proxies = Proxies(tmp_path)
-    yield proxies
-    proxies.close()
 
 
 def key_again(cassette: dict) -> str:

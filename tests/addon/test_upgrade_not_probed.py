@@ -9,12 +9,7 @@ from in_process import LoopbackUpstream, Proxies
 from mitmproxy import http
 from mitmproxy.test import tflow
 
-
-@pytest.fixture
-def upstream():
-    fake = LoopbackUpstream()
-    yield fake
-    fake.close()
+pytest_plugins = ["addon_fixtures"]  # the upstream and proxies fixtures
 
 
 def flow_to(upstream: LoopbackUpstream, upgrade: bool) -> http.HTTPFlow:
