@@ -20,6 +20,7 @@ from cassette_proxy.core.reading.diff import (
     changes,
     differences,
     first_difference,
+    in_context,
     weighed_differences,
 )
 from cassette_proxy.core.reading.miss import closest, miss_body
@@ -146,6 +147,12 @@ def test_the_closest_recording_of_a_request_that_gained_fields_is_its_own_not_a_
         ["a: 1 → 2", 'b: added {"c": [1, 2], "d": {}}'],
         4,
     )
+
+
+def test_two_texts_alike_in_their_first_characters_are_shown_where_they_differ():
+    old, new = "x" * 30 + "aaa" + "y" * 50, "x" * 30 + "bbb" + "y" * 50
+    assert in_context("[0].text", old, new) == (f'[0].text: …"{"x" * 20}aaa{"y" * 37}" → …"{"x" * 20}bbb{"y" * 37}"')
+    assert in_context("n", 1, 2) == "n: 1 → 2" and in_context("s", "ab", "ac") == 's: "ab" → "ac"'
 
 
 def test_nesting_past_the_recursion_limit_is_one_change_not_a_crash():

@@ -193,6 +193,16 @@ def _worded(where: str, old: Any, new: Any) -> str:
     return f"{where}: {shown(old)} → {shown(new)}"
 
 
+def in_context(where: str, old: Any, new: Any) -> str:
+    """One change worded with two strings shown around where they first differ, however long: two event texts
+    of a stream that differ only in an id look alike in their first 80 characters."""
+    if isinstance(old, str) and isinstance(new, str) and not isinstance(old, Reordered):
+        at = first_difference(old, new)
+        if at > 20:
+            return f"{where}: …{shown(old[at - 20 : at + 40])} → …{shown(new[at - 20 : at + 40])}"
+    return _worded(where, old, new)
+
+
 def differences(recorded: Any, current: Any) -> list[str]:
     """Readable field-level differences between two parsed bodies, recorded → current."""
     return [_worded(where, old, new) for where, old, new in changes(recorded, current)]
