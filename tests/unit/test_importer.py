@@ -149,7 +149,29 @@ def test_a_different_answer_in_a_second_file_collides_and_the_same_one_is_a_dupl
     outcomes = run_plan(tmp_path, first, same, other)
     assert [o.action for o in outcomes] == ["imported", "duplicate", "collided"]
     assert "file0.yaml#1 holds a different answer to the same request and was kept there" in outcomes[2].detail
+    assert outcomes[2].detail.endswith('they differ in: choices[0].message.content: "one" → "two"')
     assert outcomes[2].relative == outcomes[0].relative  # where the kept one is
+
+
+def test_a_collision_of_answers_that_differ_only_in_a_made_up_id_says_so(tmp_path):
+    # llm-anthropic's test_prompt and test_async_prompt: one request, the same reply, each with its own message id.
+    def streamed(message_id: str) -> dict:
+        start = {"type": "message_start", "message": {"id": message_id, "content": []}}
+        pad = " " * (2 if message_id.endswith("a") else 7)  # Anthropic pads its events, differently each time
+        events = f"event: message_start\ndata: {json.dumps(start)}{pad}\n\nevent: message_stop\ndata: {{}}\n\n"
+        return response(events, **{"content-type": "text/event-stream"})
+
+    outcomes = run_plan(
+        tmp_path, *(vcr_text([(chat_request("q"), streamed(i))]) for i in ("msg_01aaaa", "msg_01bbbb"))
+    )  # fmt: skip
+    assert [o.action for o in outcomes] == ["imported", "collided"]
+    # read as the client reads the events: the padding inside them is no difference
+    assert outcomes[1].detail.endswith('they differ in: [0].data.message.id: "msg_01aaaa" → "msg_01bbbb"')
+    on_disk = run_plan(tmp_path / "again", vcr_text([(chat_request("q"), streamed("msg_01aaaa"))]))
+    proxy_made = {"recorded_with": {"cassette_proxy": "0.1.0", "mitmproxy": "11.0.2"}}  # recorded, not imported
+    write_atomic(tmp_path / "again" / on_disk[0].relative, dumps(json.loads(on_disk[0].data) | proxy_made))
+    [again] = run_plan(tmp_path / "again", vcr_text([(chat_request("q"), response(answer("two")))]))
+    assert again.action == "collided" and "already holds a different answer (body events → json)" in again.detail
 
 
 def test_answers_that_differ_only_in_volatile_headers_are_duplicates_and_a_content_type_is_not(tmp_path):

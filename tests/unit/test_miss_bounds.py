@@ -13,7 +13,16 @@ import random
 from cassette_proxy.core.files.cassette_file import dumps, new_cassette
 from cassette_proxy.core.keys.recipe import make_recipe
 from cassette_proxy.core.reading import random_values
-from cassette_proxy.core.reading.diff import MAX_CHANGES, MAX_DEPTH, Reordered, changes, differences, first_difference
+from cassette_proxy.core.reading.diff import (
+    MAX_CHANGES,
+    MAX_DEPTH,
+    Reordered,
+    changes,
+    differences,
+    first_difference,
+    in_context,
+    weighed_differences,
+)
 from cassette_proxy.core.reading.miss import closest, miss_body
 
 RECIPE = make_recipe()
@@ -108,6 +117,42 @@ def test_the_closest_recording_of_swapped_parts_is_the_same_prompt_not_another(t
     assert nearest[0]["differences"] == [
         "messages[0].content: the same 2 items in another order ([1] → [0], [0] → [1])"
     ]
+
+
+def test_the_closest_recording_of_a_request_that_gained_fields_is_its_own_not_a_shorter_list(tmp_path):
+    # llm-gemini's schema test: its recording lacks three `title` fields (three lines), while another test's
+    # recording has another prompt and no schema at all (two lines, one of them a whole subtree gone).
+    def body(prompt: str, schema: dict | None) -> dict:
+        found = {"model": "m", "messages": [{"role": "user", "content": prompt}], "safety": ["a", "b", "c", "d"]}
+        return found | ({"response_format": {"type": "json_schema", "schema": schema}} if schema else {})
+
+    def schema(titled: bool) -> dict:
+        fields = {"name": "string", "age": "integer", "bio": "string"}
+        return {
+            "type": "object",
+            "required": list(fields),
+            "properties": {
+                name: {"type": kind} | ({"title": name.title()} if titled else {}) for name, kind in fields.items()
+            },
+        }
+
+    folder = recorded_folder(tmp_path, body("Name a pet pelican", None), body("Invent a dog", schema(False)))
+    nearest = closest(folder, tmp_path, request(body("Invent a dog", schema(True))), RECIPE)
+    assert nearest[0]["cassette"].endswith(f"{1:032x}.json")
+    assert nearest[0]["differences"] == [
+        f'response_format.schema.properties.{name}.title: added "{name.title()}"' for name in ("age", "bio", "name")
+    ]
+    assert "weight" not in nearest[0] and "same_body" not in nearest[0]
+    assert weighed_differences({"a": 1}, {"a": 2, "b": {"c": [1, 2], "d": {}}}) == (
+        ["a: 1 → 2", 'b: added {"c": [1, 2], "d": {}}'],
+        4,
+    )
+
+
+def test_two_texts_alike_in_their_first_characters_are_shown_where_they_differ():
+    old, new = "x" * 30 + "aaa" + "y" * 50, "x" * 30 + "bbb" + "y" * 50
+    assert in_context("[0].text", old, new) == (f'[0].text: …"{"x" * 20}aaa{"y" * 37}" → …"{"x" * 20}bbb{"y" * 37}"')
+    assert in_context("n", 1, 2) == "n: 1 → 2" and in_context("s", "ab", "ac") == 's: "ab" → "ac"'
 
 
 def test_nesting_past_the_recursion_limit_is_one_change_not_a_crash():

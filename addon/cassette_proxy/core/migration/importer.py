@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ... import __version__
 from ..defaults import DEFAULT_HOSTS, DEFAULT_KEY_HEADERS
+from ..files import json_depth
 from ..files.atomic_write import write_atomic
 from ..files.cassette_file import (
     body_fields,
@@ -36,12 +37,13 @@ from ..files.cassette_file import (
 )
 from ..files.location import MAX_NAME, relative_name, repeat_path, short_name
 from ..files.safe_read import DEFAULT_MAX_SIZE, CassetteError, read_limited
-from ..files.stream_events import split_events, stream_kind
+from ..files.stream_events import split_events, sse_fields, stream_kind
 from ..keys.frameworks import DEFAULT_FRAMEWORKS
 from ..keys.hosts import HostScope
 from ..keys.key import UNKEYABLE_HEADERS, RequestFacts, identity, key_of
 from ..keys.recipe import Recipe, RecipeError, make_recipe, stored_request
 from ..keys.url import DEFAULT_PORTS, public_url
+from ..reading.diff import changes, in_context
 from ..record_statuses import DEFAULT_RECORD_STATUSES, parse_record_statuses
 from ..secrets import redact
 from ..secrets.redact import Rule
@@ -361,6 +363,41 @@ def same_answer(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(ah.get(name) == bh.get(name) for name in ANSWER_HEADERS)
 
 
+def answer_difference(kept: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """How two different answers to one request differ, kept → other, as the first change and a count: whether
+    it is another reply or only an id the provider made up for the moment (`[0].data.message.id: "msg_01…" →
+    "msg_02…"`) decides between `--scope test` and either answer."""
+    if kept.get("status") != other.get("status"):
+        return f"status {kept.get('status')} → {other.get('status')}"
+    if kept.get("body_format") != other.get("body_format"):
+        return f"body {kept.get('body_format')} → {other.get('body_format')}"
+    found = changes(_as_read(kept), _as_read(other))
+    if found:
+        return in_context(*found[0]) + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    ah, bh = kept.get("headers") or {}, other.get("headers") or {}
+    return "header " + ", ".join(name for name in ANSWER_HEADERS if ah.get(name) != bh.get(name))
+
+
+def _as_read(answer: Mapping[str, Any]) -> Any:
+    """The body as a client reads it: a stream's events as their names and parsed `data:` (the spaces
+    Anthropic pads its events with, and the offsets, are no difference a client sees)."""
+    body = answer.get("body")
+    if answer.get("body_format") != "events" or not isinstance(body, list):
+        return body
+    read = []
+    for event in body:
+        text = event.get("text") if isinstance(event, dict) else None
+        if not isinstance(text, str):
+            read.append(event)
+            continue
+        name, data = sse_fields(text)
+        try:
+            read.append({"event": name, "data": json_depth.loads(data)})
+        except ValueError:
+            read.append({"event": name, "data": data})
+    return read
+
+
 def _differing_headers(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     ah, bh = a.get("headers") or {}, b.get("headers") or {}
     return sorted(name for name in ah.keys() | bh.keys() if ah.get(name) != bh.get(name))
@@ -505,7 +542,7 @@ def _place(
             COLLIDED,
             converted.source,
             f"{converted.url}: {earlier[0]} holds a different answer to the same request and was kept there; "
-            f"this one is not imported{hint}",
+            f"this one is not imported{hint}; they differ in: {answer_difference(earlier[1], response)}",
             relative,
         )
     planned[relative] = (converted.source, response)
@@ -530,7 +567,10 @@ def _place(
         return Outcome(UPDATED if not replace else REPLACED, converted.source, shown, relative, converted.data)
     if same:
         return Outcome(PRESENT, converted.source, "already recorded with the same answer; kept as it is", relative)
-    problem = "is not a valid cassette" if on_disk is None else "already holds a different answer"
+    if on_disk is None:
+        problem = "is not a valid cassette"
+    else:
+        problem = f"already holds a different answer ({answer_difference(on_disk['response'], response)})"
     return Outcome(
         COLLIDED,
         converted.source,

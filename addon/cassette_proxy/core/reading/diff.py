@@ -193,6 +193,56 @@ def _worded(where: str, old: Any, new: Any) -> str:
     return f"{where}: {shown(old)} → {shown(new)}"
 
 
+def in_context(where: str, old: Any, new: Any) -> str:
+    """One change worded with two strings shown around where they first differ, however long: two event texts
+    of a stream that differ only in an id look alike in their first 80 characters."""
+    if isinstance(old, str) and isinstance(new, str) and not isinstance(old, Reordered):
+        at = first_difference(old, new)
+        if at > 20:
+            return f"{where}: …{shown(old[at - 20 : at + 40])} → …{shown(new[at - 20 : at + 40])}"
+    return _worded(where, old, new)
+
+
 def differences(recorded: Any, current: Any) -> list[str]:
     """Readable field-level differences between two parsed bodies, recorded → current."""
     return [_worded(where, old, new) for where, old, new in changes(recorded, current)]
+
+
+MAX_WEIGHED_VALUES = 10_000
+"""An added or removed value is counted up to this many values: the weight of a change stays bounded."""
+
+
+def weighed_differences(recorded: Any, current: Any) -> tuple[list[str], int]:
+    """`differences`, and how many values they change: what ranks the closest recordings of a miss.
+
+    A changed value, a reordered list or a cut diff weighs 1; an added or removed value weighs the values it
+    holds, so a request that only gained three `title` fields is nearer than one with another prompt and no
+    `generationConfig` at all, though the latter lists fewer lines.
+    """
+    found = changes(recorded, current)
+    return [_worded(where, old, new) for where, old, new in found], sum(_weight(old, new) for _, old, new in found)
+
+
+def _weight(old: Any, new: Any) -> int:
+    if old is ABSENT and new is ABSENT:  # TRUNCATED
+        return 1
+    if old is ABSENT:
+        return _values_in(new)
+    if new is ABSENT:
+        return _values_in(old)
+    return 1
+
+
+def _values_in(value: Any) -> int:
+    """The scalar values a JSON value holds (an empty object or list is one), at most MAX_WEIGHED_VALUES; no
+    recursion, so a hostile nesting costs only the bound."""
+    count, stack = 0, [value]
+    while stack and count < MAX_WEIGHED_VALUES:
+        item = stack.pop()
+        if isinstance(item, dict) and item:
+            stack.extend(item.values())
+        elif isinstance(item, list) and item:
+            stack.extend(item)
+        else:
+            count += 1
+    return min(count, MAX_WEIGHED_VALUES)

@@ -23,7 +23,7 @@ from ..files.safe_read import CassetteError
 from ..keys.key import RECIPE_VERSION, preset_values
 from ..keys.recipe import Recipe, facts_of, recipe_of, stored_identity
 from ..traffic.per_test import folder_of_test
-from .diff import differences, shown
+from .diff import shown, weighed_differences
 from .endpoint_index import EndpointIndexes
 from .random_values import only_random_changes
 
@@ -128,8 +128,16 @@ def closest(
         compared = _compare(path, root, current, recipe, read)
         if compared is not None:
             ranked.append(compared)
-    # Fewest request differences first; a recording that only differs in its settings is the closest of all.
-    ranked.sort(key=lambda entry: (len(entry["differences"]), len(entry.get("settings", ())), entry["cassette"]))
+    # Fewest values changed first (then fewest differences listed); a recording that only differs in its settings
+    # is the closest of all.
+    ranked.sort(
+        key=lambda entry: (
+            entry["weight"],
+            len(entry["differences"]),
+            len(entry.get("settings", ())),
+            entry["cassette"],
+        )
+    )
     nearest = ranked[:MAX_CLOSEST]
     if not any(entry["same_body"] for entry in ranked):
         elsewhere = _same_body_elsewhere(root, endpoint_dir, current, recipe, newest, read, deadline)
@@ -137,7 +145,7 @@ def closest(
             nearest = [elsewhere, *nearest[: MAX_CLOSEST - 1]]
     current_presets = _preset_paths(request, recipe)
     for entry in nearest:
-        del entry["same_body"]
+        del entry["same_body"], entry["weight"]
         _name_presets(entry, current_presets, root, recipe, read)
         diff = entry["differences"]
         if len(diff) > MAX_DIFFERENCES:
@@ -188,7 +196,7 @@ def _compared(
     cassette = read(path, root)
     recorded = stored_identity(cassette["request"], recipe)
     recorded_recipe = recipe_of(cassette)
-    diff = identity_differences(recorded, current)
+    diff, weight = _weighed_identity_differences(recorded, current)
     settings = recipe.differences(recorded_recipe) if recorded_recipe is not None else []
     if recorded_recipe is not None and (presets := recipe.framework_difference(recorded_recipe, cassette["request"])):
         settings.append(presets)
@@ -198,7 +206,7 @@ def _compared(
             settings.append(f"recorded by an older key recipe (cassette_format {cassette.get('cassette_format')})")
         elif keyed_with.get("request_redacted"):
             settings.append("its request was redacted when stored, so the stored copy cannot show the difference")
-    entry: dict[str, Any] = {"cassette": path.relative_to(root).as_posix(), "differences": diff}
+    entry: dict[str, Any] = {"cassette": path.relative_to(root).as_posix(), "differences": diff, "weight": weight}
     if random := only_random_changes(recorded, current):
         entry["random_values"] = [
             {"field": c.field, "looks_like": c.shape.what}
@@ -241,7 +249,13 @@ def _same_body_elsewhere(
 
 def identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """What differs between two identities (see key.identity), recorded → current: every cause of a key change."""
-    out = []
+    return _weighed_identity_differences(recorded, current)[0]
+
+
+def _weighed_identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> tuple[list[str], int]:
+    """`identity_differences` and how many values they change (diff.weighed_differences; each difference outside
+    a JSON body weighs 1)."""
+    out: list[str] = []
     if recorded["method"] != current["method"]:
         out.append(f"method: {recorded['method']} → {current['method']}")
     recorded_url, _, recorded_query = recorded["url"].partition("?")
@@ -253,12 +267,13 @@ def identity_differences(recorded: dict[str, Any], current: dict[str, Any]) -> l
     recorded_body, current_body = recorded["body"], current["body"]
     if isinstance(recorded_body, dict) and isinstance(current_body, dict) and "json" in recorded_body | current_body:
         if "json" in recorded_body and "json" in current_body:
-            out.extend(differences(recorded_body["json"], current_body["json"]))
-        elif recorded_body != current_body:
+            body_lines, body_weight = weighed_differences(recorded_body["json"], current_body["json"])
+            return [*out, *body_lines], len(out) + body_weight
+        if recorded_body != current_body:
             out.append("body: " + ("JSON → not JSON" if "json" in recorded_body else "not JSON → JSON"))
     elif recorded_body != current_body:
         out.append(f"body: {_body_kind(recorded_body)} → {_body_kind(current_body)}")
-    return out
+    return out, len(out)
 
 
 def _body_kind(body: Any) -> str:
