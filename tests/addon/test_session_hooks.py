@@ -162,8 +162,11 @@ def recorded_flow(close_code: int = 1000, by_client: bool = True, frames=None, *
     return flow
 
 
-def record(proxy, flow, mode="record", **options) -> Addon:
+def record(proxy, flow, mode="record", before=None, **options) -> Addon:
+    """Record `flow`'s session; `before(proxy)` runs once the addon is configured (a test's start, say)."""
     addon = proxy.configure(cassette_mode=mode, **options)
+    if before is not None:
+        before(proxy)
     addon.upstream.forward = lambda flow: None  # no probe, no timer: nothing is connected in-process
     websocket_data = flow.websocket
     flow.websocket, response, flow.response = None, flow.response, None
@@ -194,6 +197,29 @@ def test_a_recorded_session_is_saved_whole_without_its_credentials(proxy):
     assert frames[1]["match_digest"] and "[REDACTED" in frames[1]["json"]["session"]["instructions"]
     assert frames[6]["ms"] == 120  # offsets from the 101
     assert addon.report.recorded == 1 and addon.report.errors == []
+
+
+def test_a_session_recorded_in_a_test_with_its_own_ignore_paths_names_them(proxy):
+    """A test's own ignore paths (its start's options) key its session's messages: its cassette says so."""
+    token = "control-token-for-tests-0123456789"
+
+    def start_test(proxy) -> None:
+        start = tflow.tflow()
+        start.request = http.Request.make(
+            "POST",
+            "http://cassette.control/v1/test/start",
+            json.dumps({"test": "t.py::test_one", "options": {"ignore": ["event_id"]}}),
+            {"x-cassette-control-token": token, "content-type": "application/json"},
+        )
+        proxy.run("request", start)
+        assert start.response is not None and start.response.status_code == 200, start.response
+
+    addon = record(
+        proxy, recorded_flow(), before=start_test, cassette_control_token=token, cassette_ignore=["metadata.a"]
+    )
+    [saved] = proxy.root.rglob("*.json")
+    assert load(saved, proxy.root)["keyed_with"]["ignore"] == ["metadata.a", "event_id"]
+    assert addon.report.recorded == 1
 
 
 @pytest.mark.parametrize(
