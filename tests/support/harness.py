@@ -123,6 +123,17 @@ class FakeUpstream:
             stop(self.process)
 
 
+def mitmdump_python() -> str:
+    """The Python that mitmdump runs on (its script's `#!` line, as pip and pipx write it): the one that has
+    mitmproxy, wherever `$CASSETTE_MITMDUMP` points."""
+    script = mitmdump_path()
+    with open(script, "rb") as f:
+        first = f.readline()
+    if not first.startswith(b"#!"):
+        raise RuntimeError(f"{script} is not a script with a #! line: cannot tell which Python runs mitmdump")
+    return first[2:].decode().split()[0]
+
+
 _CA_TEMPLATE: list[Path] = []
 _CA_TEMPLATE_LOCK = threading.Lock()
 
@@ -135,9 +146,9 @@ def ca_template() -> Path:
         if not _CA_TEMPLATE:
             folder = Path(tempfile.mkdtemp(prefix="cassette-test-ca-"))
             atexit.register(shutil.rmtree, folder, ignore_errors=True)
-            python = Path(mitmdump_path()).with_name("python")
+            python = mitmdump_python()
             subprocess.run(
-                [str(python), "-c", "import sys; from mitmproxy import certs; certs.CertStore.from_store(sys.argv[1], 'mitmproxy', 2048)", str(folder)],
+                [python, "-c", "import sys; from mitmproxy import certs; certs.CertStore.from_store(sys.argv[1], 'mitmproxy', 2048)", str(folder)],
                 check=True, capture_output=True,
             )  # fmt: skip
             _CA_TEMPLATE.append(folder)
