@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import threading
 import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,17 +121,19 @@ def serve(state: ViewState, port: int, open_browser: bool) -> int:
     print(f"cassette view: serving {state.root} at {url} (read-only; Ctrl-C to stop)", flush=True)
 
     def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        # Ends serve_forever's loop from another thread (shutdown waits for it). Raising KeyboardInterrupt here
+        # instead lands wherever the main thread is: inside a weakref callback it is only printed, and the viewer
+        # went on serving after SIGTERM.
+        threading.Thread(target=server.shutdown, daemon=True).start()
 
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
     if open_browser:
         webbrowser.open(url)
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.server_close()
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     print("cassette view: stopped", flush=True)
     return 0
