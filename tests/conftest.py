@@ -8,7 +8,14 @@ from pathlib import Path
 
 import hypothesis_profiles  # noqa: F401  (registers and loads the profile before any test module is imported)
 import pytest
+from cassette_proxy import cli
 from harness import FakeUpstream, Proxy, make_certificate
+
+# Every command's modules, imported before any test: pytester (several integration files) removes from sys.modules, as
+# its test ends, the modules first imported during it, and a later test importing them again mixed two copies of one
+# module (an `Unusable` of the one is no `Unusable` to the other: `cassette import` in-process failed with a KeyError
+# whenever a pytester test was the first of its worker to import).
+cli.subcommands()
 
 
 @pytest.fixture(scope="session")
