@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+import forkserver
 import httpx
 from cassette_proxy.launch.client_env import write_ca_bundle
 
@@ -180,7 +181,7 @@ class Proxy:
         self.report_path = folder / "report.json"
         self.log = folder / "mitmdump.log"
         self.confdir = folder / "confdir"
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | forkserver.Forked | None = None
 
     def command(self) -> list[str]:
         args = [mitmdump_path(), "--listen-host", "127.0.0.1", "--set", f"confdir={self.confdir}"]
@@ -214,9 +215,8 @@ class Proxy:
         self.report_path.unlink(missing_ok=True)
         if not self.fresh_ca and not self.confdir.exists():
             shutil.copytree(ca_template(), self.confdir)  # the files' modes too: the CA key stays 0600
-        self.process = subprocess.Popen(
-            self.command(), stdout=self.log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-        )
+        # Forked from a process that imported mitmproxy already (forkserver.py): a tenth of CI is mitmproxy's import.
+        self.process = forkserver.start(mitmdump_python(), self.command(), self.log, {**os.environ, **(env or {})})
         self.ready = wait_for_file(ready, self.process, self.log)
         self.listen = {entry["mode"]: entry["port"] for entry in self.ready["listen"]}
         return self
