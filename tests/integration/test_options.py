@@ -5,6 +5,7 @@ in-process: tests/addon/test_option_validation.py."""
 import json
 import subprocess
 
+import forkserver
 import pytest
 from harness import ADDON, Proxy, mitmdump_path
 
@@ -41,3 +42,15 @@ def test_the_ready_file_names_the_pid_the_mode_from_the_environment_and_every_li
         assert all(entry["host"] == "127.0.0.1" and entry["port"] > 0 for entry in ready["listen"])
     finally:
         proxy.stop()
+
+
+@pytest.mark.parametrize("env", [{}, {"SSLKEYLOGFILE": "keys.log"}], ids=["forked", "exec-d"])
+def test_a_harness_proxy_that_fails_to_start_says_so_forked_or_exec_d(tmp_path, env):
+    """The harness's proxies (forkserver.py) report an exit as a process of their own would: its code and its log. A
+    TLS key log, which mitmproxy reads as it is imported, makes the proxy exec'd instead."""
+    proxy = Proxy(tmp_path, tmp_path / "cassettes", cassette_mode="replya")
+    with pytest.raises(RuntimeError, match="process exited with 1 before it was ready") as failed:
+        proxy.start(env)
+    assert isinstance(proxy.process, forkserver.Forked) == (not env)
+    assert proxy.process.returncode == 1
+    assert "'replya' is not a mode" in str(failed.value)
